@@ -1,0 +1,149 @@
+/*
+ * futoin-polyglot core: the entry points that create tools, roots and sync
+ * objects and drive the loop. Everything else is reached through the FTN12
+ * binary interface (futoin/binarysteps.h).
+ *
+ *   cc -std=c11 app.c -lfutoin_polyglot -lpthread
+ */
+#ifndef FUTOIN_CORE_H
+#define FUTOIN_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <futoin/binarysteps.h>
+#include <futoin/binaryval.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#    define FUTOIN_API
+#else
+#    define FUTOIN_API __attribute__((visibility("default")))
+#endif
+
+#define FUTOIN_ABI_VERSION 1
+#define FUTOIN_VERSION_STRING "0.1.0"
+
+/* FTN12 standard error codes */
+#define FUTOIN_ERR_CONNECT_ERROR "ConnectError"
+#define FUTOIN_ERR_COMM_ERROR "CommError"
+#define FUTOIN_ERR_UNKNOWN_INTERFACE "UnknownInterface"
+#define FUTOIN_ERR_NOT_SUPPORTED_VERSION "NotSupportedVersion"
+#define FUTOIN_ERR_NOT_IMPLEMENTED "NotImplemented"
+#define FUTOIN_ERR_UNAUTHORIZED "Unauthorized"
+#define FUTOIN_ERR_INTERNAL_ERROR "InternalError"
+#define FUTOIN_ERR_INVOKER_ERROR "InvokerError"
+#define FUTOIN_ERR_INVALID_REQUEST "InvalidRequest"
+#define FUTOIN_ERR_DEFENSE_REJECTED "DefenseRejected"
+#define FUTOIN_ERR_PLEASE_REAUTH "PleaseReauth"
+#define FUTOIN_ERR_SECURITY_ERROR "SecurityError"
+#define FUTOIN_ERR_TIMEOUT "Timeout"
+#define FUTOIN_ERR_LOOP_BREAK "LoopBreak"
+#define FUTOIN_ERR_LOOP_CONT "LoopCont"
+#define FUTOIN_ERR_PROMISE_REJECT "PromiseReject"
+
+typedef struct FutoInAsyncTool_ FutoInAsyncTool;
+
+typedef struct FutoInLimiterOptions_
+{
+    uint32_t concurrent; /* default 1 */
+    uint32_t max_queue;  /* default 0 */
+    uint32_t rate;       /* default 1 */
+    uint32_t period_ms;  /* default 1000 */
+    uint32_t burst;      /* default 0 */
+} FutoInLimiterOptions;
+
+/* Fills the spec defaults. */
+FUTOIN_API void futoin_limiter_options_init(FutoInLimiterOptions* opts);
+
+/* ---- tool (scheduler + built-in driver) ---- */
+
+/* A new tool bound to the calling thread. NULL on allocation failure. */
+FUTOIN_API FutoInAsyncTool* futoin_tool_new(void);
+/* Frees the tool; roots and sync objects of it must be freed before. */
+FUTOIN_API void futoin_tool_free(FutoInAsyncTool* tool);
+/* Runs until no immediate or timer remains and no futoin_tool_ref() is held.
+ * Blocks (without spinning) while only timers or references remain. Returns
+ * 0, or -1 when called from inside the tool's own callbacks. */
+FUTOIN_API int futoin_tool_run(FutoInAsyncTool* tool);
+
+/* Keep futoin_tool_run() alive while completions from other threads are
+ * expected (any thread). Every ref needs one unref. */
+FUTOIN_API void futoin_tool_ref(FutoInAsyncTool* tool);
+FUTOIN_API void futoin_tool_unref(FutoInAsyncTool* tool);
+
+/* Steps one flow may run before the next flow gets its turn (default 100). */
+FUTOIN_API void futoin_tool_set_burst(FutoInAsyncTool* tool, uint32_t steps);
+
+/* Clock in milliseconds; default CLOCK_MONOTONIC. Set before use. */
+typedef uint64_t (*futoin_clock_fn)(void* data);
+FUTOIN_API void futoin_tool_set_clock(FutoInAsyncTool* tool, futoin_clock_fn now, void* data);
+/* Virtual time: the clock only moves by futoin_tool_advance() or, when the
+ * tool has nothing else to do, by run()/iterate() jumping to the next
+ * deadline. Timers fire in deadline order, equal deadlines in setting order. */
+FUTOIN_API void futoin_tool_use_virtual_time(FutoInAsyncTool* tool);
+FUTOIN_API void futoin_tool_advance(FutoInAsyncTool* tool, uint64_t ms);
+FUTOIN_API uint64_t futoin_tool_now(FutoInAsyncTool* tool);
+
+/* Host loop integration: when set, `arm(data, delay_ms)` is called on the loop
+ * thread whenever the next wake-up changes (-1: nothing pending, 0: ready
+ * work), and `wakeup(data)` from any thread when work was posted from another
+ * thread. The host then calls futoin_tool_iterate() on the loop thread. */
+typedef struct FutoInLoopHooks_
+{
+    void* data;
+    void (*arm)(void* data, int64_t delay_ms);
+    void (*wakeup)(void* data);
+} FutoInLoopHooks;
+FUTOIN_API void futoin_tool_set_hooks(FutoInAsyncTool* tool, const FutoInLoopHooks* hooks);
+/* Non-blocking: runs due timers and at most `max_tasks` immediates (0 = the
+ * ones ready at the call). Returns the delay in ms until the next work: 0
+ * ready now, -1 nothing pending. */
+FUTOIN_API int64_t futoin_tool_iterate(FutoInAsyncTool* tool, uint32_t max_tasks);
+/* Same meaning as iterate's return, without running anything. */
+FUTOIN_API int64_t futoin_tool_next_delay(FutoInAsyncTool* tool);
+/* Make the calling thread the loop thread. */
+FUTOIN_API void futoin_tool_bind_thread(FutoInAsyncTool* tool);
+
+/* Allocator hook (process-wide). Set it before creating any tool. */
+typedef struct FutoInAllocator_
+{
+    void* (*malloc_fn)(size_t size);
+    void* (*realloc_fn)(void* ptr, size_t size);
+    void (*free_fn)(void* ptr);
+} FutoInAllocator;
+FUTOIN_API void futoin_set_allocator(const FutoInAllocator* alloc);
+
+FUTOIN_API const char* futoin_version(void);
+FUTOIN_API int futoin_abi_version(void);
+
+/* ---- roots ---- */
+
+/* A root; release it with bsi->api->free(bsi). */
+FUTOIN_API FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool);
+/* The tool of any bsi of this implementation; NULL for a foreign pointer. */
+FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
+/* 1 when `bsi` was made by this library. */
+FUTOIN_API int futoin_steps_is_native(const FutoInAsyncSteps* bsi);
+
+/* ---- sync primitives ---- */
+
+/* Queue limits are literal: 0 = no waiting allowed (a busy lock raises
+ * DefenseRejected at once), FUTOIN_UNLIMITED = no limit (the spec's null).
+ * max 0 is taken as 1. NULL on allocation failure. */
+#define FUTOIN_UNLIMITED UINT32_MAX
+FUTOIN_API FutoInSync* futoin_mutex_new(FutoInAsyncTool* tool, uint32_t max, uint32_t max_queue);
+FUTOIN_API FutoInSync* futoin_throttle_new(
+        FutoInAsyncTool* tool, uint32_t max, uint32_t period_ms, uint32_t max_queue);
+FUTOIN_API FutoInSync* futoin_limiter_new(FutoInAsyncTool* tool, const FutoInLimiterOptions* opts);
+FUTOIN_API void futoin_sync_free(FutoInSync* sync);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FUTOIN_CORE_H */

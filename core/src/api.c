@@ -1,0 +1,480 @@
+/* The FTN12 binary vtable: argument checks, cross-thread posting, then the
+ * step engine. Misuse never crashes: InternalError or a report on stderr. */
+#include "internal.h"
+
+#include <string.h>
+
+static void report(const char* slot, const char* what)
+{
+    fprintf(stderr, "futoin: InternalError: %s: %s (ignored)\n", slot, what);
+}
+
+/* The engine step behind `bsi`, or NULL (reported) when it is not usable. */
+static fstep* live(FutoInAsyncSteps* bsi, const char* slot)
+{
+    if (FTN_UNLIKELY(!bsi)) {
+        report(slot, "NULL AsyncSteps pointer");
+        return NULL;
+    }
+    fstep* s = fstep_of(bsi);
+    if (FTN_UNLIKELY(s->state == FS_FREE)) {
+        report(slot, "step is no longer active");
+        return NULL;
+    }
+    return s;
+}
+
+static fstep* in_callback(FutoInAsyncSteps* bsi, const char* slot)
+{
+    fstep* s = live(bsi, slot);
+    if (s && !feng_in_callback(s)) {
+        feng_misuse(s, slot);
+        return NULL;
+    }
+    return s;
+}
+
+static void api_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
+                    FutoInAsyncSteps_error_callback eh)
+{
+    fstep* s = live(bsi, "add()");
+    if (!s) {
+        return;
+    }
+    if (!f) {
+        feng_misuse(s, "add() without an execute callback");
+        return;
+    }
+    fstep* c = feng_add(s, FK_STEP, data);
+    if (c) {
+        c->fn.exec = f;
+        c->eh = eh;
+    }
+}
+
+/* Returned when parallel() cannot add: every slot on it reports and ignores. */
+static fstep dead_step = {.iface = {&ftn_steps_api}, .state = FS_FREE};
+
+static FutoInAsyncSteps* api_parallel(FutoInAsyncSteps* bsi, void* data,
+                                      FutoInAsyncSteps_error_callback eh)
+{
+    fstep* s = live(bsi, "parallel()");
+    fstep* c = s ? feng_add(s, FK_PARALLEL, data) : NULL;
+    if (!c) {
+        return &dead_step.iface;
+    }
+    c->eh = eh;
+    return &c->iface;
+}
+
+static void* api_state_variable(FutoInAsyncSteps* bsi, void* data, const char* name,
+                                void* (*allocate)(void*), void (*cleanup)(void*, void*))
+{
+    fstep* s = live(bsi, "stateVariable()");
+    if (!s) {
+        return NULL;
+    }
+    if (!name) {
+        feng_misuse(s, "stateVariable() without a name");
+        return NULL;
+    }
+    return fflow_state_var(s->flow, data, name, allocate, cleanup);
+}
+
+static void* api_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
+{
+    fstep* s = live(bsi, "stack()");
+    if (!s || s->state == FS_CANCEL) {
+        return NULL;
+    }
+    void* p = fstep_stack(s, size, cleanup);
+    if (!p) {
+        feng_misuse(s, "stack(): out of memory");
+    }
+    return p;
+}
+
+/* ---- cross-thread completion ---- */
+
+static void post_success(fpost* m)
+{
+    if (fstep_of(m->bsi)->state != FS_FREE) {
+        feng_success(fstep_of(m->bsi), &m->args);
+    }
+}
+
+static void post_error(fpost* m)
+{
+    if (fstep_of(m->bsi)->state != FS_FREE) {
+        feng_error(fstep_of(m->bsi), m->code, m->info);
+    }
+}
+
+static void post_cancel(fpost* m)
+{
+    fstep* s = fstep_of(m->bsi);
+    if (s->state != FS_FREE) {
+        feng_cancel(s->flow);
+    }
+}
+
+static fpost* post_new(FutoInAsyncSteps* bsi, void (*fn)(fpost*))
+{
+    fpost* m = ftn_calloc(sizeof(*m));
+    if (m) {
+        m->bsi = bsi;
+        m->fn = fn;
+    }
+    return m;
+}
+
+static void api_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
+{
+    fstep* s = live(bsi, "success()");
+    if (!s) {
+        if (args) {
+            fargs_reset(args);
+        }
+        return;
+    }
+    FutoInAsyncTool* t = s->flow->tool;
+    if (FTN_UNLIKELY(!ftool_is_loop_thread(t))) {
+        fpost* m = post_new(bsi, post_success);
+        if (!m) {
+            report("success()", "out of memory");
+            return;
+        }
+        if (args) {
+            m->args = *args;
+            memset(args, 0, sizeof(*args));
+        }
+        ftool_post(t, m);
+        return;
+    }
+    feng_success(s, args);
+}
+
+static void api_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
+{
+    fstep* s = live(bsi, "handle_error()");
+    if (!s) {
+        return;
+    }
+    if (!code) {
+        code = FUTOIN_ERR_INTERNAL_ERROR;
+        info = "handle_error() without an error code";
+    }
+    FutoInAsyncTool* t = s->flow->tool;
+    if (FTN_UNLIKELY(!ftool_is_loop_thread(t))) {
+        fpost* m = post_new(bsi, post_error);
+        if (m) {
+            m->code = ftn_strdup(code);
+            m->info = ftn_strdup(info ? info : "");
+        }
+        if (!m || !m->code || !m->info) {
+            report("handle_error()", "out of memory");
+            if (m) {
+                ftn_free(m->code);
+                ftn_free(m->info);
+                ftn_free(m);
+            }
+            return;
+        }
+        ftool_post(t, m);
+        return;
+    }
+    feng_error(s, code, info);
+}
+
+static void api_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
+{
+    fstep* s = in_callback(bsi, "setTimeout() outside of a step callback");
+    if (s) {
+        feng_set_timeout(s, timeout_ms);
+    }
+}
+
+static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_cancel_callback ch)
+{
+    fstep* s = live(bsi, "setCancel()");
+    if (!s) {
+        return;
+    }
+    if (!ch) {
+        feng_misuse(s, "setCancel() without a callback");
+        return;
+    }
+    if (!feng_in_callback(s) && s->state != FS_WAIT) {
+        feng_misuse(s, "setCancel() outside of a step callback");
+        return;
+    }
+    s->on_cancel = ch;
+    s->cancel_data = data;
+    s->flags |= F_WAIT;
+}
+
+static void api_wait_external(FutoInAsyncSteps* bsi)
+{
+    fstep* s = in_callback(bsi, "waitExternal() outside of a step callback");
+    if (s) {
+        s->flags |= F_WAIT;
+    }
+}
+
+static fstep* add_loop(FutoInAsyncSteps* bsi, void* data, int kind, int has_f, const char* label)
+{
+    fstep* s = live(bsi, kind == FK_LOOP ? "loop()" : "repeat()");
+    if (!s) {
+        return NULL;
+    }
+    if (!has_f) {
+        feng_misuse(s, "loop without a body callback");
+        return NULL;
+    }
+    char* copy = NULL;
+    if (label && !(copy = ftn_strdup(label))) {
+        feng_misuse(s, "out of memory");
+        return NULL;
+    }
+    fstep* c = feng_add(s, kind, data);
+    if (!c) {
+        ftn_free(copy);
+        return NULL;
+    }
+    c->u.loop.label = copy;
+    return c;
+}
+
+static void api_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
+                     const char* label)
+{
+    fstep* c = add_loop(bsi, data, FK_LOOP, f != NULL, label);
+    if (c) {
+        c->fn.loop = f;
+    }
+}
+
+static void api_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
+                       void (*f)(FutoInAsyncSteps*, void*, size_t), const char* label)
+{
+    fstep* c = add_loop(bsi, data, FK_REPEAT, f != NULL, label);
+    if (c) {
+        c->fn.repeat = f;
+        c->u.loop.count = count;
+    }
+}
+
+static void api_break_loop(FutoInAsyncSteps* bsi, const char* label)
+{
+    fstep* s = in_callback(bsi, "breakLoop() outside of a step callback");
+    if (s) {
+        feng_error(s, FUTOIN_ERR_LOOP_BREAK, label ? label : "");
+    }
+}
+
+static void api_continue_loop(FutoInAsyncSteps* bsi, const char* label)
+{
+    fstep* s = in_callback(bsi, "continueLoop() outside of a step callback");
+    if (s) {
+        feng_error(s, FUTOIN_ERR_LOOP_CONT, label ? label : "");
+    }
+}
+
+static void api_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
+{
+    fstep* s = live(bsi, "execute()");
+    if (!s) {
+        return;
+    }
+    if (s->kind != FK_ROOT) {
+        feng_misuse(s, "execute() on a step that is not a root");
+        return;
+    }
+    feng_execute(s->flow, data, eh);
+}
+
+static void api_cancel(FutoInAsyncSteps* bsi)
+{
+    fstep* s = live(bsi, "cancel()");
+    if (!s) {
+        return;
+    }
+    if (s->kind != FK_ROOT) {
+        feng_misuse(s, "cancel() on a step that is not a root");
+        return;
+    }
+    FutoInAsyncTool* t = s->flow->tool;
+    if (!ftool_is_loop_thread(t)) {
+        fpost* m = post_new(bsi, post_cancel);
+        if (m) {
+            ftool_post(t, m);
+        } else {
+            report("cancel()", "out of memory");
+        }
+        return;
+    }
+    feng_cancel(s->flow);
+}
+
+static void api_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
+                         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
+{
+    fstep* s = live(bsi, "addSync()");
+    if (!s) {
+        return;
+    }
+    if (!sync || !sync->api || !sync->api->lock || !sync->api->unlock) {
+        feng_misuse(s, "addSync() without a valid sync object");
+        return;
+    }
+    if (!f) {
+        feng_misuse(s, "addSync() without an execute callback");
+        return;
+    }
+    fstep* c = feng_add(s, FK_SYNC, data);
+    if (c) {
+        c->fn.exec = f;
+        c->u.sync.sync = sync;
+        c->u.sync.user_eh = eh;
+    }
+}
+
+static ptrdiff_t api_root_id(FutoInAsyncSteps* bsi)
+{
+    fstep* s = live(bsi, "rootId()");
+    while (s && !s->strand) {
+        s = s->parent;
+    }
+    return s ? s->strand->id : 0;
+}
+
+static int api_is_valid(FutoInAsyncSteps* bsi)
+{
+    if (!bsi) {
+        return 0;
+    }
+    uint8_t st = fstep_of(bsi)->state;
+    return st != FS_FREE && st != FS_CANCEL;
+}
+
+static FutoInAsyncSteps* api_new_instance(FutoInAsyncSteps* bsi)
+{
+    fstep* s = live(bsi, "newInstance()");
+    return s ? futoin_steps_new(s->flow->tool) : NULL;
+}
+
+static void api_free(FutoInAsyncSteps* bsi)
+{
+    fstep* s = live(bsi, "free()");
+    if (!s) {
+        return;
+    }
+    if (s->kind != FK_ROOT) {
+        report("free()", "not a root created by futoin_steps_new() or newInstance()");
+        return;
+    }
+    feng_flow_free(s->flow);
+}
+
+static FutoInAsyncTool* tool_of(FutoInAsyncSteps* bsi, const char* slot)
+{
+    fstep* s = live(bsi, slot);
+    return s ? s->flow->tool : NULL;
+}
+
+static FutoInHandle api_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
+{
+    FutoInAsyncTool* t = tool_of(bsi, "sched_immediate()");
+    FutoInHandle none = {NULL, NULL, 0};
+    return t ? ftool_immediate(t, data, cb) : none;
+}
+
+static FutoInHandle api_sched_deferred(FutoInAsyncSteps* bsi, uint32_t delay_ms, void* data,
+                                       void (*cb)(void*))
+{
+    FutoInAsyncTool* t = tool_of(bsi, "sched_deferred()");
+    FutoInHandle none = {NULL, NULL, 0};
+    return t ? ftool_deferred(t, delay_ms, data, cb) : none;
+}
+
+static void api_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* handle)
+{
+    FutoInAsyncTool* t = tool_of(bsi, "sched_cancel()");
+    if (t) {
+        ftool_handle_cancel(t, handle);
+    }
+}
+
+static int api_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* handle)
+{
+    FutoInAsyncTool* t = tool_of(bsi, "sched_is_valid()");
+    return t ? ftool_handle_valid(t, handle) : 0;
+}
+
+static int api_is_same_thread(FutoInAsyncSteps* bsi)
+{
+    FutoInAsyncTool* t = tool_of(bsi, "is_same_thread()");
+    return t ? ftool_is_loop_thread(t) : 0;
+}
+
+const FutoInAsyncStepsAPI ftn_steps_api = {{{
+        api_add,
+        api_parallel,
+        api_state_variable,
+        api_stack,
+        api_success,
+        api_handle_error,
+        api_set_timeout,
+        api_set_cancel,
+        api_wait_external,
+        api_loop,
+        api_repeat,
+        api_break_loop,
+        api_continue_loop,
+        api_execute,
+        api_cancel,
+        api_add_sync,
+        api_root_id,
+        api_is_valid,
+        api_new_instance,
+        api_free,
+        api_sched_immediate,
+        api_sched_deferred,
+        api_sched_cancel,
+        api_sched_is_valid,
+        api_is_same_thread,
+}}};
+
+/* ---- public entry points ---- */
+
+FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool)
+{
+    if (!tool) {
+        return NULL;
+    }
+    fflow* fl = feng_flow_new(tool);
+    return fl ? &fl->base.iface : NULL;
+}
+
+int futoin_steps_is_native(const FutoInAsyncSteps* bsi)
+{
+    return bsi && bsi->api == &ftn_steps_api && bsi != &dead_step.iface;
+}
+
+FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi) || fstep_of(bsi)->state == FS_FREE) {
+        return NULL;
+    }
+    return fstep_of(bsi)->flow->tool;
+}
+
+const char* futoin_version(void)
+{
+    return FUTOIN_VERSION_STRING;
+}
+
+int futoin_abi_version(void)
+{
+    return FUTOIN_ABI_VERSION;
+}

@@ -1,0 +1,331 @@
+/* Internal structures of the core; never installed. */
+#ifndef FUTOIN_CORE_INTERNAL_H
+#define FUTOIN_CORE_INTERNAL_H
+
+#include <futoin/core.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#define FTN_HIDDEN __attribute__((visibility("hidden")))
+#define FTN_LIKELY(x) __builtin_expect(!!(x), 1)
+#define FTN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- allocation (alloc.c) ---- */
+FTN_HIDDEN void* ftn_malloc(size_t size);
+FTN_HIDDEN void* ftn_calloc(size_t size);
+FTN_HIDDEN void* ftn_realloc(void* p, size_t size);
+FTN_HIDDEN void ftn_free(void* p);
+FTN_HIDDEN char* ftn_strdup(const char* s);
+
+/* A growable string buffer kept for reuse (no allocation once large enough). */
+typedef struct fbuf
+{
+    char* s;
+    size_t cap;
+} fbuf;
+FTN_HIDDEN int fbuf_set(fbuf* b, const char* s);
+FTN_HIDDEN void fbuf_free(fbuf* b);
+
+/* ---- scheduler (tool.c) ---- */
+
+/* An immediate task: strands embed one, user immediates come from a pool. */
+typedef struct ftask
+{
+    struct ftask* next;
+    struct ftask* prev;
+    void (*cb)(void* data);
+    void* data;
+    uint64_t gen; /* bumped when the task runs or is cancelled */
+    uint8_t queued;
+    uint8_t pooled;
+} ftask;
+
+typedef struct ftimer
+{
+    uint64_t deadline;
+    uint64_t seq;
+    void (*cb)(void* data);
+    void* data;
+    uint64_t gen;
+    uint32_t heap_idx; /* UINT32_MAX when not armed */
+    struct ftimer* next_free;
+} ftimer;
+
+/* A message posted from another thread. */
+typedef struct fpost
+{
+    struct fpost* next;
+    void (*fn)(struct fpost* msg);
+    FutoInAsyncSteps* bsi;
+    FutoInArgs args;
+    char* code;
+    char* info;
+} fpost;
+
+typedef struct fpool
+{
+    void* free_list; /* intrusive: the link lives at link_off in each item */
+    void** chunks;
+    size_t nchunks;
+    size_t item_size;
+    size_t link_off;
+    size_t per_chunk;
+} fpool;
+FTN_HIDDEN void* fpool_get(fpool* p);
+FTN_HIDDEN void fpool_put(fpool* p, void* item);
+FTN_HIDDEN void fpool_init(fpool* p, size_t item_size, size_t link_off, size_t per_chunk);
+FTN_HIDDEN void fpool_destroy(fpool* p);
+
+struct fflow;
+
+struct FutoInAsyncTool_
+{
+    /* immediates (doubly linked so strands can leave the queue) */
+    ftask* q_head;
+    ftask* q_tail;
+    size_t q_len;
+    /* timers: binary min-heap on (deadline, seq) */
+    ftimer** heap;
+    uint32_t heap_len;
+    uint32_t heap_cap;
+    uint64_t timer_seq;
+    fpool timer_pool;
+    fpool task_pool;
+    /* step engine pools (steps.c) */
+    fpool step_pool;
+    fpool strand_pool;
+    struct fflow* free_flows;
+    uint64_t next_root_id;
+    uint32_t burst;
+    uint32_t live_syncs;
+    /* clock */
+    futoin_clock_fn clock;
+    void* clock_data;
+    uint64_t vnow;
+    int virtual_time;
+    /* threads */
+    pthread_t owner;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    fpost* posts;
+    fpost** posts_tail;
+    atomic_int has_posts;
+    atomic_int refs;
+    int sleeping;
+    int running;
+    /* host loop */
+    FutoInLoopHooks hooks;
+    int has_hooks;
+    int64_t armed_delay;
+};
+
+FTN_HIDDEN uint64_t ftool_now(FutoInAsyncTool* t);
+FTN_HIDDEN void ftool_task_push(FutoInAsyncTool* t, ftask* task);
+FTN_HIDDEN void ftool_task_remove(FutoInAsyncTool* t, ftask* task);
+FTN_HIDDEN ftimer* ftool_timer_start(
+        FutoInAsyncTool* t, uint32_t delay_ms, void (*cb)(void*), void* data);
+FTN_HIDDEN void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen);
+FTN_HIDDEN int ftool_is_loop_thread(FutoInAsyncTool* t);
+/* Queue a message from another thread; takes ownership of msg. */
+FTN_HIDDEN void ftool_post(FutoInAsyncTool* t, fpost* msg);
+FTN_HIDDEN void ftool_drain_posts(FutoInAsyncTool* t);
+FTN_HIDDEN void ftool_run_due_timers(FutoInAsyncTool* t, uint64_t now);
+FTN_HIDDEN void ftool_rearm(FutoInAsyncTool* t);
+
+FTN_HIDDEN FutoInHandle ftool_immediate(FutoInAsyncTool* t, void* data, void (*cb)(void*));
+FTN_HIDDEN FutoInHandle ftool_deferred(
+        FutoInAsyncTool* t, uint32_t delay_ms, void* data, void (*cb)(void*));
+FTN_HIDDEN void ftool_handle_cancel(FutoInAsyncTool* t, FutoInHandle* h);
+FTN_HIDDEN int ftool_handle_valid(FutoInAsyncTool* t, FutoInHandle* h);
+
+/* ---- step engine (steps.c) ---- */
+
+enum fkind
+{
+    FK_ROOT,
+    FK_BRANCH,
+    FK_STEP,
+    FK_PARALLEL,
+    FK_LOOP,
+    FK_REPEAT,
+    FK_LOOP_BODY,
+    FK_REPEAT_BODY,
+    FK_SYNC,
+    FK_SYNC_LOCK
+};
+
+enum fstate
+{
+    FS_FREE,
+    FS_QUEUED,
+    FS_EXEC,   /* in its execute callback */
+    FS_EH,     /* in its error handler */
+    FS_SUB,    /* children queued or running */
+    FS_WAIT,   /* waiting for an external completion */
+    FS_PAR,    /* parallel: branches running */
+    FS_CANCEL, /* being torn down */
+    FS_IDLE    /* a root not executing */
+};
+
+enum fflags
+{
+    F_SUCCESS = 1 << 0,
+    F_ERROR = 1 << 1,
+    F_WAIT = 1 << 2,
+    F_EH_USED = 1 << 3,
+    F_LOCKED = 1 << 4,   /* FK_SYNC: lock acquired */
+    F_BREAK = 1 << 5     /* FK_LOOP/REPEAT: leave after the current children */
+};
+
+typedef struct falloc
+{
+    struct falloc* next;
+    void (*cleanup)(void* value);
+    /* max-aligned payload follows */
+} falloc;
+
+struct fstrand;
+
+typedef struct fstep
+{
+    FutoInAsyncSteps iface; /* first: bsi == &step->iface */
+    struct fstep* next;     /* queue link and pool link */
+    struct fstep* parent;
+    struct fflow* flow;
+    struct fstrand* strand;
+    struct fstep* q_head;
+    struct fstep* q_tail;
+    void* data;
+    union
+    {
+        FutoInAsyncSteps_execute_callback exec;
+        void (*loop)(FutoInAsyncSteps* bsi, void* data);
+        void (*repeat)(FutoInAsyncSteps* bsi, void* data, size_t i);
+    } fn;
+    FutoInAsyncSteps_error_callback eh;
+    FutoInAsyncSteps_cancel_callback on_cancel;
+    void* cancel_data;
+    ftimer* timer;
+    uint64_t timer_gen;
+    falloc* allocs;
+    uint8_t kind;
+    uint8_t state;
+    uint16_t flags;
+    union
+    {
+        struct
+        {
+            size_t count;
+            size_t i;
+            char* label;
+        } loop;
+        struct
+        {
+            FutoInSync* sync;
+            FutoInArgs* saved;
+            FutoInAsyncSteps_error_callback user_eh;
+        } sync;
+        struct
+        {
+            struct fstrand* branches;
+            uint32_t pending;
+        } par;
+        size_t iter; /* FK_REPEAT_BODY */
+    } u;
+} fstep;
+
+typedef struct fstrand
+{
+    ftask task; /* first: scheduling link */
+    struct fflow* flow;
+    fstep* base;
+    fstep* top;
+    fstep* par;                 /* branch: the parallel step it belongs to */
+    struct fstrand* sib_next;   /* branch list of the parallel step */
+    struct fstrand* sib_prev;
+    ptrdiff_t id;
+    FutoInArgs in_args;
+    FutoInArgs out_args;
+    fbuf code[2]; /* error code, double-buffered; kept across pool reuse */
+    uint8_t code_idx;
+    uint8_t err_pending;
+} fstrand;
+
+typedef struct fstate_var
+{
+    struct fstate_var* next;
+    char* name;
+    void* value;
+    void* data;
+    void (*cleanup)(void* data, void* value);
+} fstate_var;
+
+enum fflow_flags
+{
+    FL_RUNNING = 1 << 0,
+    FL_CANCEL_REQ = 1 << 1,
+    FL_FREE_REQ = 1 << 2
+};
+
+typedef struct fflow
+{
+    fstep base; /* first: the root bsi is &flow->base.iface */
+    fstrand main;
+    FutoInAsyncTool* tool;
+    struct fflow* next_free;
+    FutoInAsyncSteps_error_callback unhandled;
+    void* unhandled_data;
+    fstate_var* vars;
+    fbuf info[2]; /* error_info, double-buffered like the codes */
+    uint8_t info_idx;
+    uint32_t flags;
+    uint32_t depth; /* user callbacks of this flow on the C stack */
+    FutoInBinaryValue last_exception;
+} fflow;
+
+FTN_HIDDEN extern const FutoInAsyncStepsAPI ftn_steps_api;
+
+FTN_HIDDEN const char* fflow_info(fflow* fl);
+FTN_HIDDEN void fflow_set_info(fflow* fl, const char* info);
+FTN_HIDDEN void fflow_vars_free(fflow* fl);
+FTN_HIDDEN void* fflow_state_var(
+        fflow* fl, void* data, const char* name,
+        void* (*allocate)(void*), void (*cleanup)(void*, void*));
+
+FTN_HIDDEN void fstep_free_allocs(fstep* s);
+FTN_HIDDEN void* fstep_stack(fstep* s, size_t size, void (*cleanup)(void*));
+
+/* engine entry points used by the API slots */
+FTN_HIDDEN fstep* feng_add(fstep* s, int kind, void* data);
+FTN_HIDDEN void feng_success(fstep* s, FutoInArgs* args);
+FTN_HIDDEN void feng_error(fstep* s, const char* code, const char* info);
+FTN_HIDDEN void feng_misuse(fstep* s, const char* what);
+FTN_HIDDEN void feng_set_timeout(fstep* s, uint32_t ms);
+FTN_HIDDEN void feng_execute(fflow* fl, void* data, FutoInAsyncSteps_error_callback eh);
+FTN_HIDDEN void feng_cancel(fflow* fl);
+FTN_HIDDEN fflow* feng_flow_new(FutoInAsyncTool* t);
+FTN_HIDDEN void feng_flow_free(fflow* fl);
+FTN_HIDDEN int feng_in_callback(const fstep* s);
+
+static inline fstep* fstep_of(FutoInAsyncSteps* bsi)
+{
+    return (fstep*)bsi;
+}
+
+static inline void fargs_reset(FutoInArgs* a)
+{
+    for (int i = 0; i < 4; ++i) {
+        if (a->args[i].type) {
+            futoin_reset_binval(&a->args[i]);
+        }
+    }
+}
+
+static inline int fargs_empty(const FutoInArgs* a)
+{
+    return !a->args[0].type && !a->args[1].type && !a->args[2].type && !a->args[3].type;
+}
+
+#endif

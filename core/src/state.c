@@ -1,0 +1,99 @@
+/* Per-root state (error_info, last_exception, named variables) and per-step
+ * stack() allocations. */
+#include "internal.h"
+
+#include <stdalign.h>
+#include <string.h>
+
+const char* fflow_info(fflow* fl)
+{
+    const char* s = fl->info[fl->info_idx].s;
+    return s ? s : "";
+}
+
+void fflow_set_info(fflow* fl, const char* info)
+{
+    uint8_t idx = fl->info_idx ^ 1;
+    if (fbuf_set(&fl->info[idx], info) == 0) {
+        fl->info_idx = idx;
+    }
+}
+
+void* fflow_state_var(
+        fflow* fl, void* data, const char* name,
+        void* (*allocate)(void*), void (*cleanup)(void*, void*))
+{
+    if (!allocate && !cleanup) {
+        if (strcmp(name, "error_info") == 0) {
+            return (void*)fflow_info(fl);
+        }
+        if (strcmp(name, "last_exception") == 0) {
+            return &fl->last_exception;
+        }
+    }
+    for (fstate_var* v = fl->vars; v; v = v->next) {
+        if (strcmp(v->name, name) == 0) {
+            return v->value;
+        }
+    }
+    if (!allocate) {
+        return NULL;
+    }
+    fstate_var* v = ftn_calloc(sizeof(*v));
+    char* copy = v ? ftn_strdup(name) : NULL;
+    if (!copy) {
+        ftn_free(v);
+        return NULL;
+    }
+    v->name = copy;
+    v->data = data;
+    v->cleanup = cleanup;
+    v->value = allocate(data);
+    v->next = fl->vars;
+    fl->vars = v;
+    return v->value;
+}
+
+void fflow_vars_free(fflow* fl)
+{
+    /* cleanups may look up other variables: unlink one at a time */
+    while (fl->vars) {
+        fstate_var* v = fl->vars;
+        fl->vars = v->next;
+        if (v->cleanup) {
+            v->cleanup(v->data, v->value);
+        }
+        ftn_free(v->name);
+        ftn_free(v);
+    }
+}
+
+#define FALLOC_HDR ((sizeof(falloc) + alignof(max_align_t) - 1) / alignof(max_align_t) * alignof(max_align_t))
+
+void* fstep_stack(fstep* s, size_t size, void (*cleanup)(void*))
+{
+    if (size > SIZE_MAX - FALLOC_HDR) {
+        return NULL;
+    }
+    falloc* a = ftn_calloc(FALLOC_HDR + size);
+    if (!a) {
+        return NULL;
+    }
+    a->cleanup = cleanup;
+    a->next = s->allocs;
+    s->allocs = a;
+    return (char*)a + FALLOC_HDR;
+}
+
+void fstep_free_allocs(fstep* s)
+{
+    /* newest first, as a stack */
+    while (s->allocs) {
+        falloc* a = s->allocs;
+        s->allocs = a->next;
+        if (a->cleanup) {
+            a->cleanup((char*)a + FALLOC_HDR);
+        }
+        ftn_free(a);
+    }
+}

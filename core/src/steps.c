@@ -1,0 +1,910 @@
+/*
+ * The step engine. A flow (root) runs as one or more strands: the root's own
+ * sequence and one per parallel branch. A strand keeps its active steps as a
+ * chain of frames (top -> parent -> ... -> base) and is advanced by a
+ * trampoline (strand_run) scheduled as an immediate: no recursion per step,
+ * level or iteration, and steps come from the tool's pool.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+enum
+{
+    R_CONT, /* keep running this strand */
+    R_STOP, /* strand waits or finished; it stays alive */
+    R_GONE  /* strand released: do not touch it */
+};
+
+static void strand_run(void* data);
+
+/* ---- pools ---- */
+
+static fstep* step_get(fflow* fl)
+{
+    fstep* s = fpool_get(&fl->tool->step_pool);
+    if (FTN_UNLIKELY(!s)) {
+        return NULL;
+    }
+    memset((char*)s + sizeof(FutoInAsyncSteps), 0, sizeof(*s) - sizeof(FutoInAsyncSteps));
+    *(const FutoInAsyncStepsAPI**)&s->iface.api = &ftn_steps_api;
+    s->flow = fl;
+    return s;
+}
+
+static void step_put(FutoInAsyncTool* t, fstep* s)
+{
+    if (s->kind == FK_LOOP || s->kind == FK_REPEAT) {
+        ftn_free(s->u.loop.label);
+    }
+    s->state = FS_FREE;
+    fpool_put(&t->step_pool, s);
+}
+
+/* Release a chain of queued steps and everything queued under them. */
+static void queue_drop(FutoInAsyncTool* t, fstep* head)
+{
+    while (head) {
+        fstep* s = head;
+        head = s->next;
+        if (s->q_head) {
+            s->q_tail->next = head;
+            head = s->q_head;
+        }
+        s->state = FS_CANCEL;
+        fstep_free_allocs(s);
+        step_put(t, s);
+    }
+}
+
+static void frame_drop_queue(FutoInAsyncTool* t, fstep* f)
+{
+    fstep* head = f->q_head;
+    f->q_head = f->q_tail = NULL;
+    queue_drop(t, head);
+}
+
+static void strand_init(fstrand* st, fflow* fl, fstep* base)
+{
+    memset(&st->task, 0, sizeof(st->task));
+    st->task.cb = strand_run;
+    st->task.data = st;
+    st->flow = fl;
+    st->base = base;
+    st->top = base;
+    st->par = NULL;
+    st->sib_next = st->sib_prev = NULL;
+    st->id = (ptrdiff_t)fl->tool->next_root_id++;
+    memset(&st->in_args, 0, sizeof(st->in_args));
+    memset(&st->out_args, 0, sizeof(st->out_args));
+    st->err_pending = 0;
+    base->strand = st;
+}
+
+static inline void strand_schedule(fstrand* st)
+{
+    if (!st->task.queued) {
+        ftool_task_push(st->flow->tool, &st->task);
+    }
+}
+
+/* ---- error codes: per strand, double-buffered so a handler may pass the
+ * code it received back to handle_error() ---- */
+
+static const char* strand_code(fstrand* st)
+{
+    const char* c = st->code[st->code_idx].s;
+    return c ? c : "";
+}
+
+static void strand_set_code(fstrand* st, const char* code)
+{
+    uint8_t idx = st->code_idx ^ 1;
+    if (fbuf_set(&st->code[idx], code) == 0) {
+        st->code_idx = idx;
+    }
+}
+
+/* ---- completion ---- */
+
+static void frame_stop_timer(fstep* f)
+{
+    if (f->timer) {
+        ftool_timer_stop(f->flow->tool, f->timer, f->timer_gen);
+        f->timer = NULL;
+    }
+}
+
+static void frame_unlock(fstep* f)
+{
+    if (f->kind == FK_SYNC && (f->flags & F_LOCKED)) {
+        f->flags &= ~F_LOCKED;
+        FutoInSync* sync = f->u.sync.sync;
+        sync->api->unlock(&f->iface, sync);
+    }
+}
+
+/* Pop the top frame `f` of `st` after it finished (any way). */
+static void frame_pop(fstrand* st, fstep* f)
+{
+    FutoInAsyncTool* t = f->flow->tool;
+    f->state = FS_CANCEL;
+    frame_stop_timer(f);
+    f->on_cancel = NULL;
+    frame_unlock(f);
+    fstep_free_allocs(f);
+    frame_drop_queue(t, f);
+    st->top = f->parent;
+    step_put(t, f);
+}
+
+static void step_complete(fstrand* st, fstep* f)
+{
+    if (f->kind == FK_LOOP || f->kind == FK_REPEAT || f->kind == FK_PARALLEL) {
+        /* loops and parallel complete without arguments */
+        fargs_reset(&st->out_args);
+    }
+    frame_pop(st, f);
+}
+
+/* Cancel-time teardown of one frame: its cancel handler, then release. */
+static void frame_abort(fstrand* st, fstep* f)
+{
+    f->state = FS_CANCEL;
+    frame_stop_timer(f);
+    FutoInAsyncSteps_cancel_callback cb = f->on_cancel;
+    if (cb) {
+        f->on_cancel = NULL;
+        cb(&f->iface, f->cancel_data);
+    }
+    frame_pop(st, f);
+}
+
+static void branch_release(fstrand* b)
+{
+    fstep* par = b->par;
+    FutoInAsyncTool* t = b->flow->tool;
+    if (b->sib_prev) {
+        b->sib_prev->sib_next = b->sib_next;
+    } else {
+        par->u.par.branches = b->sib_next;
+    }
+    if (b->sib_next) {
+        b->sib_next->sib_prev = b->sib_prev;
+    }
+    ftool_task_remove(t, &b->task);
+    fargs_reset(&b->in_args);
+    fargs_reset(&b->out_args);
+    fstep* base = b->base;
+    base->state = FS_CANCEL;
+    fstep_free_allocs(base);
+    frame_drop_queue(t, base);
+    step_put(t, base);
+    fpool_put(&t->strand_pool, b);
+}
+
+/* Cancel everything running in `st0` (and its branches, innermost first)
+ * down to its base. Iterative: no recursion per level or branch. */
+static void strand_teardown(fstrand* st0)
+{
+    fstrand* cur = st0;
+    for (;;) {
+        fstep* f = cur->top;
+        if (f->kind == FK_PARALLEL && f->state == FS_PAR && f->u.par.branches) {
+            cur = f->u.par.branches;
+            continue;
+        }
+        if (f == cur->base) {
+            if (cur == st0) {
+                break;
+            }
+            fstrand* pst = cur->par->strand;
+            branch_release(cur);
+            cur = pst;
+            continue;
+        }
+        frame_abort(cur, f);
+    }
+    ftool_task_remove(st0->flow->tool, &st0->task);
+    st0->err_pending = 0;
+    fargs_reset(&st0->out_args);
+}
+
+static void parallel_cancel_branches(fstep* par)
+{
+    while (par->u.par.branches) {
+        fstrand* b = par->u.par.branches;
+        strand_teardown(b);
+        branch_release(b);
+    }
+    par->u.par.pending = 0;
+}
+
+/* ---- flow outcome ---- */
+
+static void flow_finish(fflow* fl)
+{
+    fargs_reset(&fl->main.out_args);
+    frame_drop_queue(fl->tool, &fl->base);
+    fl->base.state = FS_IDLE;
+    fl->flags &= ~FL_RUNNING;
+    fl->main.err_pending = 0;
+}
+
+static void flow_fail(fflow* fl)
+{
+    const char* code = strand_code(&fl->main);
+    flow_finish(fl);
+    if (fl->unhandled) {
+        fl->unhandled(&fl->base.iface, fl->unhandled_data, code);
+    } else {
+        fprintf(stderr, "futoin: unhandled error %s: %s\n", code, fflow_info(fl));
+    }
+}
+
+static void flow_cancel_now(fflow* fl)
+{
+    ++fl->depth;
+    fl->flags &= ~FL_CANCEL_REQ;
+    if (fl->flags & FL_RUNNING) {
+        strand_teardown(&fl->main);
+        flow_finish(fl);
+    }
+    fl->flags &= ~FL_CANCEL_REQ;
+    --fl->depth;
+}
+
+static void flow_deferred(fflow* fl)
+{
+    if (fl->flags & FL_CANCEL_REQ) {
+        flow_cancel_now(fl);
+    }
+    if (fl->flags & FL_FREE_REQ) {
+        fl->flags &= ~FL_FREE_REQ;
+        feng_flow_free(fl);
+    }
+}
+
+/* ---- branches ---- */
+
+static int branch_done(fstrand* b)
+{
+    fstep* par = b->par;
+    fstrand* pst = par->strand;
+    branch_release(b);
+    if (--par->u.par.pending == 0) {
+        par->flags |= F_SUCCESS;
+        strand_schedule(pst);
+    }
+    return R_GONE;
+}
+
+static int branch_fail(fstrand* b)
+{
+    fstep* par = b->par;
+    fstrand* pst = par->strand;
+    strand_set_code(pst, strand_code(b));
+    branch_release(b);
+    parallel_cancel_branches(par);
+    pst->err_pending = 1;
+    strand_schedule(pst);
+    return R_GONE;
+}
+
+static void parallel_start(fstrand* st, fstep* par)
+{
+    FutoInAsyncTool* t = par->flow->tool;
+    fstep* head = par->q_head;
+    par->q_head = par->q_tail = NULL;
+    par->state = FS_PAR;
+    uint32_t n = 0;
+    while (head) {
+        fstep* c = head;
+        head = c->next;
+        fstrand* b = fpool_get(&t->strand_pool);
+        fstep* base = b ? step_get(par->flow) : NULL;
+        if (FTN_UNLIKELY(!base)) {
+            if (b) {
+                fpool_put(&t->strand_pool, b);
+            }
+            c->next = head;
+            queue_drop(t, c);
+            strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
+            fflow_set_info(par->flow, "out of memory");
+            parallel_cancel_branches(par);
+            st->err_pending = 1;
+            return;
+        }
+        base->kind = FK_BRANCH;
+        base->state = FS_SUB;
+        base->parent = par;
+        c->next = NULL;
+        c->parent = base;
+        base->q_head = base->q_tail = c;
+        strand_init(b, par->flow, base);
+        b->par = par;
+        b->sib_next = par->u.par.branches;
+        if (b->sib_next) {
+            b->sib_next->sib_prev = b;
+        }
+        par->u.par.branches = b;
+        strand_schedule(b);
+        ++n;
+    }
+    par->u.par.pending = n;
+    if (!n) {
+        par->flags |= F_SUCCESS;
+    }
+}
+
+/* ---- stepping ---- */
+
+static fstep* enqueue_child(fstep* f, int kind)
+{
+    fstep* c = step_get(f->flow);
+    if (FTN_UNLIKELY(!c)) {
+        return NULL;
+    }
+    c->kind = (uint8_t)kind;
+    c->state = FS_QUEUED;
+    c->parent = f;
+    c->data = f->data;
+    if (f->q_tail) {
+        f->q_tail->next = c;
+    } else {
+        f->q_head = c;
+    }
+    f->q_tail = c;
+    return c;
+}
+
+static void post_exec(fstrand* st, fstep* c)
+{
+    uint16_t fl = c->flags;
+    if (fl & F_ERROR) {
+        st->err_pending = 1;
+    } else if (fl & F_SUCCESS) {
+        frame_pop(st, c);
+    } else if (c->q_head) {
+        c->state = FS_SUB;
+    } else if (fl & F_WAIT) {
+        c->state = FS_WAIT;
+    } else {
+        frame_pop(st, c); /* implicit success */
+    }
+}
+
+static void saved_args_cleanup(void* value)
+{
+    fargs_reset(value);
+}
+
+static void step_exec(fstrand* st, fstep* c)
+{
+    switch (c->kind) {
+    case FK_STEP:
+    case FK_LOOP_BODY:
+    case FK_REPEAT_BODY:
+    case FK_SYNC_LOCK: {
+        int has_args = !fargs_empty(&st->out_args);
+        if (has_args) {
+            st->in_args = st->out_args;
+            memset(&st->out_args, 0, sizeof(st->out_args));
+        }
+        c->state = FS_EXEC;
+        switch (c->kind) {
+        case FK_STEP:
+            c->fn.exec(&c->iface, c->data, &st->in_args);
+            break;
+        case FK_LOOP_BODY:
+            c->fn.loop(&c->iface, c->data);
+            break;
+        case FK_REPEAT_BODY:
+            c->fn.repeat(&c->iface, c->data, c->u.iter);
+            break;
+        default: {
+            FutoInSync* sync = c->parent->u.sync.sync;
+            sync->api->lock(&c->iface, sync);
+            break;
+        }
+        }
+        if (has_args) {
+            fargs_reset(&st->in_args);
+        }
+        post_exec(st, c);
+        break;
+    }
+    case FK_PARALLEL:
+        fargs_reset(&st->out_args);
+        parallel_start(st, c);
+        break;
+    case FK_LOOP:
+    case FK_REPEAT:
+        fargs_reset(&st->out_args);
+        c->state = FS_SUB;
+        break;
+    case FK_SYNC: {
+        /* keep the incoming args for the protected step */
+        if (!fargs_empty(&st->out_args)) {
+            FutoInArgs* saved = fstep_stack(c, sizeof(FutoInArgs), saved_args_cleanup);
+            if (saved) {
+                *saved = st->out_args;
+                memset(&st->out_args, 0, sizeof(st->out_args));
+                c->u.sync.saved = saved;
+            } else {
+                fargs_reset(&st->out_args);
+            }
+        }
+        c->state = FS_SUB;
+        if (!enqueue_child(c, FK_SYNC_LOCK)) {
+            strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
+            fflow_set_info(c->flow, "out of memory");
+            st->err_pending = 1;
+        }
+        break;
+    }
+    default:
+        frame_pop(st, c);
+        break;
+    }
+}
+
+static int loop_next(fstrand* st, fstep* f)
+{
+    fstep* c;
+    if (f->kind == FK_LOOP) {
+        c = enqueue_child(f, FK_LOOP_BODY);
+        if (c) {
+            c->fn.loop = f->fn.loop;
+        }
+    } else {
+        if (f->u.loop.i >= f->u.loop.count) {
+            step_complete(st, f);
+            return R_CONT;
+        }
+        c = enqueue_child(f, FK_REPEAT_BODY);
+        if (c) {
+            c->fn.repeat = f->fn.repeat;
+            c->u.iter = f->u.loop.i++;
+        }
+    }
+    if (FTN_UNLIKELY(!c)) {
+        strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
+        fflow_set_info(f->flow, "out of memory");
+        st->err_pending = 1;
+    }
+    return R_CONT;
+}
+
+/* `f` is in FS_SUB and its queue is empty: all its children are done. */
+static int children_done(fstrand* st, fstep* f)
+{
+    switch (f->kind) {
+    case FK_ROOT:
+        flow_finish(f->flow);
+        return R_STOP;
+    case FK_BRANCH:
+        return branch_done(st);
+    case FK_LOOP:
+    case FK_REPEAT:
+        return loop_next(st, f);
+    case FK_SYNC:
+        if (!(f->flags & F_LOCKED)) {
+            f->flags |= F_LOCKED;
+            fstep* c = enqueue_child(f, FK_STEP);
+            if (!c) {
+                strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
+                fflow_set_info(f->flow, "out of memory");
+                st->err_pending = 1;
+                return R_CONT;
+            }
+            c->fn.exec = f->fn.exec;
+            c->eh = f->u.sync.user_eh;
+            fargs_reset(&st->out_args);
+            if (f->u.sync.saved) {
+                st->out_args = *f->u.sync.saved;
+                memset(f->u.sync.saved, 0, sizeof(FutoInArgs));
+            }
+            return R_CONT;
+        }
+        frame_pop(st, f);
+        return R_CONT;
+    default:
+        frame_pop(st, f);
+        return R_CONT;
+    }
+}
+
+static int is_loop_match(fstep* f, const char* code, int* cont)
+{
+    if (code[0] != 'L' || strncmp(code, "Loop", 4) != 0) {
+        return 0;
+    }
+    if (strcmp(code + 4, "Break") == 0) {
+        *cont = 0;
+    } else if (strcmp(code + 4, "Cont") == 0) {
+        *cont = 1;
+    } else {
+        return 0;
+    }
+    const char* label = fflow_info(f->flow);
+    return !label[0] || (f->u.loop.label && strcmp(label, f->u.loop.label) == 0);
+}
+
+/* Handle one frame of error unwinding at the top of `st`. */
+static int strand_unwind(fstrand* st)
+{
+    fstep* f = st->top;
+    fargs_reset(&st->out_args);
+    if (f == st->base) {
+        st->err_pending = 0;
+        if (f->kind == FK_ROOT) {
+            flow_fail(f->flow);
+            return R_STOP;
+        }
+        return branch_fail(st);
+    }
+    if (f->kind == FK_PARALLEL && f->u.par.branches) {
+        parallel_cancel_branches(f);
+    }
+    frame_stop_timer(f);
+    FutoInAsyncSteps_cancel_callback cb = f->on_cancel;
+    if (cb) {
+        uint8_t state = f->state;
+        f->on_cancel = NULL;
+        f->state = FS_CANCEL;
+        cb(&f->iface, f->cancel_data);
+        f->state = state;
+    }
+    frame_unlock(f);
+
+    int cont;
+    if ((f->kind == FK_LOOP || f->kind == FK_REPEAT) && is_loop_match(f, strand_code(st), &cont)) {
+        frame_drop_queue(f->flow->tool, f);
+        st->err_pending = 0;
+        if (cont) {
+            f->state = FS_SUB;
+        } else {
+            step_complete(st, f);
+        }
+        return R_CONT;
+    }
+
+    if (f->eh && !(f->flags & F_EH_USED)) {
+        frame_drop_queue(f->flow->tool, f);
+        f->flags = (uint16_t)((f->flags & F_LOCKED) | F_EH_USED);
+        f->state = FS_EH;
+        st->err_pending = 0;
+        f->eh(&f->iface, f->data, strand_code(st));
+        if (f->flags & F_ERROR) {
+            st->err_pending = 1;
+        } else if (f->flags & F_SUCCESS) {
+            frame_pop(st, f);
+            return R_CONT;
+        } else if (f->q_head) {
+            f->state = FS_SUB;
+            return R_CONT;
+        } else {
+            st->err_pending = 1;
+        }
+    }
+    frame_pop(st, f);
+    return R_CONT;
+}
+
+static void strand_run(void* data)
+{
+    fstrand* st = data;
+    fflow* fl = st->flow;
+    uint32_t budget = fl->tool->burst;
+    ++fl->depth;
+    for (;;) {
+        if (FTN_UNLIKELY(fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ))) {
+            break;
+        }
+        int r;
+        if (st->err_pending) {
+            r = strand_unwind(st);
+        } else {
+            fstep* f = st->top;
+            if (f->state == FS_SUB) {
+                fstep* c = f->q_head;
+                if (!c) {
+                    r = children_done(st, f);
+                } else {
+                    if (FTN_UNLIKELY(budget-- == 0)) {
+                        strand_schedule(st);
+                        break;
+                    }
+                    f->q_head = c->next;
+                    if (!f->q_head) {
+                        f->q_tail = NULL;
+                    }
+                    c->next = NULL;
+                    c->strand = st;
+                    st->top = c;
+                    step_exec(st, c);
+                    continue;
+                }
+            } else if ((f->state == FS_WAIT || f->state == FS_PAR) && (f->flags & F_SUCCESS)) {
+                step_complete(st, f);
+                continue;
+            } else {
+                break; /* waiting for an external event or branches */
+            }
+        }
+        if (r != R_CONT) {
+            break;
+        }
+    }
+    if (--fl->depth == 0 && (fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ))) {
+        flow_deferred(fl);
+    }
+}
+
+/* ---- entry points used by the API slots ---- */
+
+int feng_in_callback(const fstep* s)
+{
+    return s->state == FS_EXEC || s->state == FS_EH;
+}
+
+static void feng_external_error(fstep* s, const char* code, const char* info)
+{
+    fstrand* st = s->strand;
+    if (!st || st->top != s || st->err_pending) {
+        fprintf(stderr, "futoin: %s: %s on an inactive step (ignored)\n", code, info ? info : "");
+        return;
+    }
+    if (s->state == FS_WAIT || s->state == FS_PAR) {
+        if (s->flags & F_SUCCESS) {
+            fprintf(stderr, "futoin: %s: %s after completion (ignored)\n", code, info ? info : "");
+            return;
+        }
+        strand_set_code(st, code);
+        fflow_set_info(s->flow, info);
+        st->err_pending = 1;
+        strand_schedule(st);
+    } else {
+        fprintf(stderr, "futoin: %s: %s on a step that is not waiting (ignored)\n", code,
+                info ? info : "");
+    }
+}
+
+void feng_misuse(fstep* s, const char* what)
+{
+    if (feng_in_callback(s)) {
+        if (!(s->flags & F_ERROR)) {
+            if (s->flags & F_SUCCESS) {
+                s->flags &= ~F_SUCCESS;
+                fargs_reset(&s->strand->out_args);
+            }
+            s->flags |= F_ERROR;
+            strand_set_code(s->strand, FUTOIN_ERR_INTERNAL_ERROR);
+            fflow_set_info(s->flow, what);
+        }
+        return;
+    }
+    if (s->state == FS_WAIT) {
+        feng_external_error(s, FUTOIN_ERR_INTERNAL_ERROR, what);
+        return;
+    }
+    fprintf(stderr, "futoin: InternalError: %s (ignored)\n", what);
+}
+
+fstep* feng_add(fstep* s, int kind, void* data)
+{
+    switch (s->state) {
+    case FS_EXEC:
+    case FS_EH:
+        if (s->flags & F_SUCCESS) {
+            feng_misuse(s, "add() after success()");
+            return NULL;
+        }
+        if (s->flags & F_ERROR) {
+            return NULL;
+        }
+        break;
+    case FS_IDLE:
+        break;
+    case FS_QUEUED:
+        if (s->kind != FK_PARALLEL) {
+            feng_misuse(s, "add() on a queued step");
+            return NULL;
+        }
+        break;
+    default:
+        if (s->kind == FK_ROOT) {
+            break;
+        }
+        feng_misuse(s, "add() on a completed step");
+        return NULL;
+    }
+    fstep* c = enqueue_child(s, kind);
+    if (FTN_UNLIKELY(!c)) {
+        feng_misuse(s, "out of memory");
+        return NULL;
+    }
+    c->data = data;
+    return c;
+}
+
+void feng_success(fstep* s, FutoInArgs* args)
+{
+    switch (s->state) {
+    case FS_EXEC:
+    case FS_EH:
+        if (s->flags & (F_SUCCESS | F_ERROR)) {
+            if (args) {
+                fargs_reset(args);
+            }
+            if (!(s->flags & F_ERROR)) {
+                feng_misuse(s, "success() called twice");
+            }
+            return;
+        }
+        if (s->q_head) {
+            if (args) {
+                fargs_reset(args);
+            }
+            feng_misuse(s, "success() after add()");
+            return;
+        }
+        break;
+    case FS_WAIT: {
+        fstrand* st = s->strand;
+        if ((s->flags & F_SUCCESS) || st->err_pending || st->top != s) {
+            if (args) {
+                fargs_reset(args);
+            }
+            fprintf(stderr, "futoin: InternalError: success() called twice (ignored)\n");
+            return;
+        }
+        strand_schedule(st);
+        break;
+    }
+    default:
+        if (args) {
+            fargs_reset(args);
+        }
+        fprintf(stderr, "futoin: InternalError: success() on an inactive step (ignored)\n");
+        return;
+    }
+    s->flags |= F_SUCCESS;
+    if (args) {
+        fstrand* st = s->strand;
+        fargs_reset(&st->out_args);
+        st->out_args = *args;
+        memset(args, 0, sizeof(*args));
+    }
+}
+
+void feng_error(fstep* s, const char* code, const char* info)
+{
+    if (feng_in_callback(s)) {
+        if (s->flags & F_ERROR) {
+            return; /* the first error stands */
+        }
+        if (s->flags & F_SUCCESS) {
+            s->flags &= ~F_SUCCESS;
+            fargs_reset(&s->strand->out_args);
+        }
+        s->flags |= F_ERROR;
+        strand_set_code(s->strand, code);
+        fflow_set_info(s->flow, info);
+        return;
+    }
+    feng_external_error(s, code, info);
+}
+
+static void step_timeout_cb(void* data)
+{
+    fstep* s = data;
+    s->timer = NULL;
+    fstrand* st = s->strand;
+    if (st->err_pending) {
+        return;
+    }
+    fstep* top = st->top;
+    if (top->state == FS_WAIT && (top->flags & F_SUCCESS)) {
+        return; /* completed just before: the completion wins */
+    }
+    strand_set_code(st, FUTOIN_ERR_TIMEOUT);
+    fflow_set_info(s->flow, "");
+    st->err_pending = 1;
+    strand_schedule(st);
+}
+
+void feng_set_timeout(fstep* s, uint32_t ms)
+{
+    FutoInAsyncTool* t = s->flow->tool;
+    frame_stop_timer(s);
+    s->flags |= F_WAIT;
+    ftimer* tm = ftool_timer_start(t, ms, step_timeout_cb, s);
+    if (!tm) {
+        feng_misuse(s, "out of memory");
+        return;
+    }
+    s->timer = tm;
+    s->timer_gen = tm->gen;
+}
+
+void feng_execute(fflow* fl, void* data, FutoInAsyncSteps_error_callback eh)
+{
+    if (fl->flags & FL_RUNNING) {
+        if (eh) {
+            eh(&fl->base.iface, data, FUTOIN_ERR_INTERNAL_ERROR);
+        } else {
+            fprintf(stderr, "futoin: InternalError: execute() called twice (ignored)\n");
+        }
+        return;
+    }
+    fl->unhandled = eh;
+    fl->unhandled_data = data;
+    fl->flags |= FL_RUNNING;
+    fl->base.state = FS_SUB;
+    fl->main.top = &fl->base;
+    fl->main.err_pending = 0;
+    strand_schedule(&fl->main);
+}
+
+void feng_cancel(fflow* fl)
+{
+    if (!(fl->flags & FL_RUNNING)) {
+        return;
+    }
+    if (fl->depth > 0) {
+        fl->flags |= FL_CANCEL_REQ;
+        return;
+    }
+    flow_cancel_now(fl);
+}
+
+fflow* feng_flow_new(FutoInAsyncTool* t)
+{
+    fflow* fl = t->free_flows;
+    if (fl) {
+        t->free_flows = fl->next_free;
+    } else {
+        fl = ftn_calloc(sizeof(*fl));
+        if (!fl) {
+            return NULL;
+        }
+        *(const FutoInAsyncStepsAPI**)&fl->base.iface.api = &ftn_steps_api;
+        fl->tool = t;
+    }
+    fl->next_free = NULL;
+    fl->base.kind = FK_ROOT;
+    fl->base.state = FS_IDLE;
+    fl->base.flow = fl;
+    fl->base.parent = NULL;
+    fl->unhandled = NULL;
+    fl->unhandled_data = NULL;
+    fl->flags = 0;
+    fl->depth = 0;
+    strand_init(&fl->main, fl, &fl->base);
+    return fl;
+}
+
+void feng_flow_free(fflow* fl)
+{
+    if (fl->depth > 0) {
+        fl->flags |= FL_FREE_REQ | FL_CANCEL_REQ;
+        return;
+    }
+    if (fl->flags & FL_RUNNING) {
+        flow_cancel_now(fl);
+    }
+    FutoInAsyncTool* t = fl->tool;
+    ++fl->depth; /* cleanups below are user code */
+    fl->base.state = FS_CANCEL;
+    frame_drop_queue(t, &fl->base);
+    fstep_free_allocs(&fl->base);
+    fflow_vars_free(fl);
+    futoin_reset_binval(&fl->last_exception);
+    fargs_reset(&fl->main.out_args);
+    --fl->depth;
+    fl->base.state = FS_FREE;
+    fl->next_free = t->free_flows;
+    t->free_flows = fl;
+}

@@ -1,0 +1,89 @@
+/* Shared parts of the built-in sync primitives. */
+#ifndef FUTOIN_CORE_SYNC_H
+#define FUTOIN_CORE_SYNC_H
+
+#include "internal.h"
+
+enum fsync_kind
+{
+    FSYNC_MUTEX = 1,
+    FSYNC_THROTTLE,
+    FSYNC_LIMITER
+};
+
+/* A flow waiting for a lock; lives in the waiting step's stack() memory so it
+ * is released with the step however the step ends. */
+typedef struct fwaiter
+{
+    struct fwaiter* next;
+    struct fwaiter* prev;
+    struct fwaitq* queue; /* NULL once dequeued */
+    FutoInAsyncSteps* bsi;
+    ptrdiff_t root_id;
+    void* owner; /* the primitive */
+    int granted;
+} fwaiter;
+
+typedef struct fwaitq
+{
+    fwaiter* head;
+    fwaiter* tail;
+    uint32_t len;
+} fwaitq;
+
+FTN_HIDDEN void fwaitq_push(fwaitq* q, fwaiter* w);
+FTN_HIDDEN void fwaitq_remove(fwaitq* q, fwaiter* w);
+FTN_HIDDEN fwaiter* fwaitq_pop(fwaitq* q);
+/* Queue the caller (or reject it with DefenseRejected + info when full). */
+FTN_HIDDEN void fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps* bsi, ptrdiff_t rid,
+                            void* owner, const char* reject_info,
+                            FutoInAsyncSteps_cancel_callback on_cancel);
+
+typedef struct fowner
+{
+    ptrdiff_t root_id;
+    uint32_t count;
+} fowner;
+
+typedef struct fmutex
+{
+    FutoInSync iface;
+    int kind;
+    FutoInAsyncTool* tool;
+    uint32_t max;
+    uint32_t max_queue;
+    fowner* owners; /* flows inside, with their re-entrance counts */
+    uint32_t nowners;
+    uint32_t cap;
+    fwaitq queue;
+} fmutex;
+
+typedef struct fthrottle
+{
+    FutoInSync iface;
+    int kind;
+    FutoInAsyncTool* tool;
+    uint32_t max;
+    uint32_t period_ms;
+    uint32_t max_queue;
+    uint32_t count;
+    ftimer* timer;
+    uint64_t timer_gen;
+    fwaitq queue;
+} fthrottle;
+
+FTN_HIDDEN int fmutex_init(fmutex* m, FutoInAsyncTool* tool, uint32_t max, uint32_t max_queue);
+FTN_HIDDEN void fmutex_destroy(fmutex* m);
+FTN_HIDDEN void fmutex_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);
+FTN_HIDDEN void fmutex_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
+FTN_HIDDEN void fmutex_release(fmutex* m, ptrdiff_t rid);
+
+FTN_HIDDEN void fthrottle_init(
+        fthrottle* t, FutoInAsyncTool* tool, uint32_t max, uint32_t period_ms, uint32_t max_queue);
+FTN_HIDDEN void fthrottle_destroy(fthrottle* t);
+FTN_HIDDEN void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);
+FTN_HIDDEN void fthrottle_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
+
+FTN_HIDDEN void flimiter_destroy(FutoInSync* sync);
+
+#endif

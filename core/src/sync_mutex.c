@@ -1,0 +1,124 @@
+/* Mutex (spec 2.3): at most `max` flows inside, re-entrant per rootId,
+ * waiting flows queued FIFO up to `max_queue`. */
+#include "sync.h"
+
+#include <string.h>
+
+static const FutoInSyncAPI fmutex_api = {{{fmutex_lock, fmutex_unlock}}};
+
+int fmutex_init(fmutex* m, FutoInAsyncTool* tool, uint32_t max, uint32_t max_queue)
+{
+    memset(m, 0, sizeof(*m));
+    *(const FutoInSyncAPI**)&m->iface.api = &fmutex_api;
+    m->kind = FSYNC_MUTEX;
+    m->tool = tool;
+    m->max = max ? max : 1;
+    m->max_queue = max_queue;
+    return 0;
+}
+
+void fmutex_destroy(fmutex* m)
+{
+    ftn_free(m->owners);
+    m->owners = NULL;
+}
+
+FutoInSync* futoin_mutex_new(FutoInAsyncTool* tool, uint32_t max, uint32_t max_queue)
+{
+    if (!tool) {
+        return NULL;
+    }
+    fmutex* m = ftn_malloc(sizeof(*m));
+    if (!m) {
+        return NULL;
+    }
+    fmutex_init(m, tool, max, max_queue);
+    return &m->iface;
+}
+
+static fowner* owner_find(fmutex* m, ptrdiff_t rid)
+{
+    for (uint32_t i = 0; i < m->nowners; ++i) {
+        if (m->owners[i].root_id == rid) {
+            return &m->owners[i];
+        }
+    }
+    return NULL;
+}
+
+static int owner_add(fmutex* m, ptrdiff_t rid)
+{
+    if (m->nowners == m->cap) {
+        uint32_t cap = m->cap ? m->cap * 2 : 4;
+        fowner* o = ftn_realloc(m->owners, cap * sizeof(*o));
+        if (!o) {
+            return -1;
+        }
+        m->owners = o;
+        m->cap = cap;
+    }
+    m->owners[m->nowners].root_id = rid;
+    m->owners[m->nowners].count = 1;
+    ++m->nowners;
+    return 0;
+}
+
+static void mutex_promote(fmutex* m)
+{
+    while (m->nowners < m->max && m->queue.head) {
+        fwaiter* w = fwaitq_pop(&m->queue);
+        if (owner_add(m, w->root_id) != 0) {
+            w->bsi->api->handle_error(w->bsi, FUTOIN_ERR_INTERNAL_ERROR, "out of memory");
+            continue;
+        }
+        w->granted = 1;
+        w->bsi->api->success(w->bsi, NULL);
+    }
+}
+
+void fmutex_release(fmutex* m, ptrdiff_t rid)
+{
+    fowner* o = owner_find(m, rid);
+    if (!o) {
+        return;
+    }
+    if (--o->count == 0) {
+        *o = m->owners[--m->nowners];
+        mutex_promote(m);
+    }
+}
+
+static void mutex_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    fwaiter* w = data;
+    fmutex* m = w->owner;
+    if (w->granted) {
+        fmutex_release(m, w->root_id); /* granted but never entered */
+    } else {
+        fwaitq_remove(&m->queue, w);
+    }
+}
+
+void fmutex_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    fmutex* m = (fmutex*)sync;
+    ptrdiff_t rid = bsi->api->rootId(bsi);
+    fowner* o = owner_find(m, rid);
+    if (o) {
+        ++o->count;
+        return;
+    }
+    if (m->nowners < m->max && !m->queue.head) {
+        if (owner_add(m, rid) != 0) {
+            bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "out of memory");
+        }
+        return;
+    }
+    fwaitq_wait(&m->queue, m->max_queue, bsi, rid, m, "Mutex queue limit", mutex_cancel);
+}
+
+void fmutex_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    fmutex_release((fmutex*)sync, bsi->api->rootId(bsi));
+}

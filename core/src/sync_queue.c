@@ -1,0 +1,88 @@
+/* The wait queue shared by the sync primitives, and futoin_sync_free(). */
+#include "sync.h"
+
+void fwaitq_push(fwaitq* q, fwaiter* w)
+{
+    w->next = NULL;
+    w->prev = q->tail;
+    if (q->tail) {
+        q->tail->next = w;
+    } else {
+        q->head = w;
+    }
+    q->tail = w;
+    w->queue = q;
+    ++q->len;
+}
+
+void fwaitq_remove(fwaitq* q, fwaiter* w)
+{
+    if (w->queue != q) {
+        return;
+    }
+    if (w->prev) {
+        w->prev->next = w->next;
+    } else {
+        q->head = w->next;
+    }
+    if (w->next) {
+        w->next->prev = w->prev;
+    } else {
+        q->tail = w->prev;
+    }
+    w->next = w->prev = NULL;
+    w->queue = NULL;
+    --q->len;
+}
+
+fwaiter* fwaitq_pop(fwaitq* q)
+{
+    fwaiter* w = q->head;
+    if (w) {
+        fwaitq_remove(q, w);
+    }
+    return w;
+}
+
+void fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps* bsi, ptrdiff_t rid, void* owner,
+                 const char* reject_info, FutoInAsyncSteps_cancel_callback on_cancel)
+{
+    if (q->len >= max_queue) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_DEFENSE_REJECTED, reject_info);
+        return;
+    }
+    fwaiter* w = bsi->api->stack(bsi, sizeof(fwaiter), NULL);
+    if (!w) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    w->bsi = bsi;
+    w->root_id = rid;
+    w->owner = owner;
+    w->granted = 0;
+    fwaitq_push(q, w);
+    bsi->api->setCancel(bsi, w, on_cancel);
+}
+
+void futoin_sync_free(FutoInSync* sync)
+{
+    if (!sync) {
+        return;
+    }
+    switch (((fmutex*)sync)->kind) {
+    case FSYNC_MUTEX:
+        fmutex_destroy((fmutex*)sync);
+        ftn_free(sync);
+        break;
+    case FSYNC_THROTTLE:
+        fthrottle_destroy((fthrottle*)sync);
+        ftn_free(sync);
+        break;
+    case FSYNC_LIMITER:
+        flimiter_destroy(sync);
+        break;
+    default:
+        fprintf(stderr, "futoin: futoin_sync_free(): not a sync object of this library (ignored)\n");
+        break;
+    }
+}

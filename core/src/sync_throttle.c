@@ -1,0 +1,96 @@
+/* Throttle (spec 2.4): at most `max` entries per period; the period timer
+ * runs only while entries were counted or flows wait, so an idle throttle
+ * keeps no loop alive. */
+#include "sync.h"
+
+#include <string.h>
+
+static const FutoInSyncAPI fthrottle_api = {{{fthrottle_lock, fthrottle_unlock}}};
+
+void fthrottle_init(
+        fthrottle* t, FutoInAsyncTool* tool, uint32_t max, uint32_t period_ms, uint32_t max_queue)
+{
+    memset(t, 0, sizeof(*t));
+    *(const FutoInSyncAPI**)&t->iface.api = &fthrottle_api;
+    t->kind = FSYNC_THROTTLE;
+    t->tool = tool;
+    t->max = max;
+    t->period_ms = period_ms ? period_ms : 1;
+    t->max_queue = max_queue;
+}
+
+void fthrottle_destroy(fthrottle* t)
+{
+    if (t->timer) {
+        ftool_timer_stop(t->tool, t->timer, t->timer_gen);
+        t->timer = NULL;
+    }
+}
+
+FutoInSync* futoin_throttle_new(
+        FutoInAsyncTool* tool, uint32_t max, uint32_t period_ms, uint32_t max_queue)
+{
+    if (!tool) {
+        return NULL;
+    }
+    fthrottle* t = ftn_malloc(sizeof(*t));
+    if (!t) {
+        return NULL;
+    }
+    fthrottle_init(t, tool, max, period_ms, max_queue);
+    return &t->iface;
+}
+
+static void throttle_period(void* data);
+
+static void throttle_arm(fthrottle* t)
+{
+    if (!t->timer) {
+        t->timer = ftool_timer_start(t->tool, t->period_ms, throttle_period, t);
+        if (t->timer) {
+            t->timer_gen = t->timer->gen;
+        }
+    }
+}
+
+static void throttle_period(void* data)
+{
+    fthrottle* t = data;
+    t->timer = NULL;
+    t->count = 0;
+    while (t->count < t->max && t->queue.head) {
+        fwaiter* w = fwaitq_pop(&t->queue);
+        ++t->count;
+        w->granted = 1;
+        w->bsi->api->success(w->bsi, NULL);
+    }
+    if (t->count || t->queue.head) {
+        throttle_arm(t);
+    }
+}
+
+static void throttle_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    fwaiter* w = data;
+    fwaitq_remove(&((fthrottle*)w->owner)->queue, w);
+}
+
+void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    fthrottle* t = (fthrottle*)sync;
+    if (t->count < t->max && !t->queue.head) {
+        ++t->count;
+        throttle_arm(t);
+        return;
+    }
+    fwaitq_wait(&t->queue, t->max_queue, bsi, bsi->api->rootId(bsi), t, "Throttle queue limit",
+                throttle_cancel);
+    throttle_arm(t);
+}
+
+void fthrottle_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    (void)bsi;
+    (void)sync;
+}

@@ -1,0 +1,482 @@
+/* The scheduler (AsyncTool): immediate FIFO, timer heap, generation-checked
+ * handles, the clock and the cross-thread post queue. */
+#include "internal.h"
+
+#include <string.h>
+#include <time.h>
+
+#define HANDLE_IMMEDIATE 0
+#define HANDLE_DEFERRED 1
+
+static uint64_t ftool_monotonic_ms(void* data)
+{
+    (void)data;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+FutoInAsyncTool* futoin_tool_new(void)
+{
+    FutoInAsyncTool* t = ftn_calloc(sizeof(*t));
+    if (!t) {
+        return NULL;
+    }
+    fpool_init(&t->timer_pool, sizeof(ftimer), offsetof(ftimer, next_free), 64);
+    fpool_init(&t->task_pool, sizeof(ftask), offsetof(ftask, next), 64);
+    fpool_init(&t->step_pool, sizeof(fstep), offsetof(fstep, next), 256);
+    fpool_init(&t->strand_pool, sizeof(fstrand), offsetof(fstrand, sib_next), 32);
+    t->burst = 100;
+    t->clock = ftool_monotonic_ms;
+    t->owner = pthread_self();
+    t->posts_tail = &t->posts;
+    t->armed_delay = -2;
+    t->next_root_id = 1;
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->cond, NULL);
+    return t;
+}
+
+void futoin_tool_free(FutoInAsyncTool* t)
+{
+    if (!t) {
+        return;
+    }
+    ftool_drain_posts(t);
+    for (fflow* fl = t->free_flows; fl;) {
+        fflow* next = fl->next_free;
+        ftn_free(fl);
+        fl = next;
+    }
+    fpool_destroy(&t->timer_pool);
+    fpool_destroy(&t->task_pool);
+    fpool_destroy(&t->step_pool);
+    fpool_destroy(&t->strand_pool);
+    ftn_free(t->heap);
+    pthread_mutex_destroy(&t->lock);
+    pthread_cond_destroy(&t->cond);
+    ftn_free(t);
+}
+
+void futoin_tool_set_burst(FutoInAsyncTool* t, uint32_t steps)
+{
+    if (t) {
+        t->burst = steps ? steps : 1;
+    }
+}
+
+void futoin_tool_set_clock(FutoInAsyncTool* t, futoin_clock_fn now, void* data)
+{
+    if (!t) {
+        return;
+    }
+    t->clock = now ? now : ftool_monotonic_ms;
+    t->clock_data = now ? data : NULL;
+    t->virtual_time = 0;
+}
+
+void futoin_tool_use_virtual_time(FutoInAsyncTool* t)
+{
+    if (t) {
+        t->virtual_time = 1;
+    }
+}
+
+void futoin_tool_advance(FutoInAsyncTool* t, uint64_t ms)
+{
+    if (t && t->virtual_time) {
+        t->vnow += ms;
+        ftool_rearm(t);
+    }
+}
+
+uint64_t ftool_now(FutoInAsyncTool* t)
+{
+    return t->virtual_time ? t->vnow : t->clock(t->clock_data);
+}
+
+uint64_t futoin_tool_now(FutoInAsyncTool* t)
+{
+    return t ? ftool_now(t) : 0;
+}
+
+void futoin_tool_bind_thread(FutoInAsyncTool* t)
+{
+    if (t) {
+        t->owner = pthread_self();
+    }
+}
+
+int ftool_is_loop_thread(FutoInAsyncTool* t)
+{
+    return pthread_equal(pthread_self(), t->owner);
+}
+
+/* ---- immediates ---- */
+
+void ftool_task_push(FutoInAsyncTool* t, ftask* task)
+{
+    task->next = NULL;
+    task->prev = t->q_tail;
+    if (t->q_tail) {
+        t->q_tail->next = task;
+    } else {
+        t->q_head = task;
+        if (t->has_hooks && t->armed_delay != 0) {
+            t->armed_delay = 0;
+            t->hooks.arm(t->hooks.data, 0);
+        }
+    }
+    t->q_tail = task;
+    task->queued = 1;
+    ++t->q_len;
+}
+
+void ftool_task_remove(FutoInAsyncTool* t, ftask* task)
+{
+    if (!task->queued) {
+        return;
+    }
+    if (task->prev) {
+        task->prev->next = task->next;
+    } else {
+        t->q_head = task->next;
+    }
+    if (task->next) {
+        task->next->prev = task->prev;
+    } else {
+        t->q_tail = task->prev;
+    }
+    task->next = task->prev = NULL;
+    task->queued = 0;
+    --t->q_len;
+}
+
+static ftask* ftool_task_pop(FutoInAsyncTool* t)
+{
+    ftask* task = t->q_head;
+    if (task) {
+        t->q_head = task->next;
+        if (t->q_head) {
+            t->q_head->prev = NULL;
+        } else {
+            t->q_tail = NULL;
+        }
+        task->next = NULL;
+        task->queued = 0;
+        --t->q_len;
+    }
+    return task;
+}
+
+FutoInHandle ftool_immediate(FutoInAsyncTool* t, void* data, void (*cb)(void*))
+{
+    FutoInHandle h = {NULL, NULL, 0};
+    if (!cb) {
+        return h;
+    }
+    ftask* task = fpool_get(&t->task_pool);
+    if (!task) {
+        return h;
+    }
+    task->cb = cb;
+    task->data = data;
+    task->pooled = 1;
+    ftool_task_push(t, task);
+    h.data1 = task;
+    h.data2 = t;
+    h.data3 = (ptrdiff_t)((task->gen << 1) | HANDLE_IMMEDIATE);
+    return h;
+}
+
+/* ---- timers: a binary min-heap ordered by (deadline, seq) ---- */
+
+static inline int ftimer_less(const ftimer* a, const ftimer* b)
+{
+    return a->deadline < b->deadline || (a->deadline == b->deadline && a->seq < b->seq);
+}
+
+static void heap_place(FutoInAsyncTool* t, uint32_t i, ftimer* tm)
+{
+    t->heap[i] = tm;
+    tm->heap_idx = i;
+}
+
+static void heap_up(FutoInAsyncTool* t, uint32_t i)
+{
+    ftimer* tm = t->heap[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (!ftimer_less(tm, t->heap[parent])) {
+            break;
+        }
+        heap_place(t, i, t->heap[parent]);
+        i = parent;
+    }
+    heap_place(t, i, tm);
+}
+
+static void heap_down(FutoInAsyncTool* t, uint32_t i)
+{
+    ftimer* tm = t->heap[i];
+    for (;;) {
+        uint32_t l = 2 * i + 1;
+        if (l >= t->heap_len) {
+            break;
+        }
+        uint32_t c = l;
+        if (l + 1 < t->heap_len && ftimer_less(t->heap[l + 1], t->heap[l])) {
+            c = l + 1;
+        }
+        if (!ftimer_less(t->heap[c], tm)) {
+            break;
+        }
+        heap_place(t, i, t->heap[c]);
+        i = c;
+    }
+    heap_place(t, i, tm);
+}
+
+static void heap_remove(FutoInAsyncTool* t, ftimer* tm)
+{
+    uint32_t i = tm->heap_idx;
+    ftimer* last = t->heap[--t->heap_len];
+    tm->heap_idx = UINT32_MAX;
+    if (last != tm) {
+        heap_place(t, i, last);
+        heap_down(t, i);
+        heap_up(t, last->heap_idx);
+    }
+}
+
+ftimer* ftool_timer_start(FutoInAsyncTool* t, uint32_t delay_ms, void (*cb)(void*), void* data)
+{
+    if (t->heap_len == t->heap_cap) {
+        uint32_t cap = t->heap_cap ? t->heap_cap * 2 : 64;
+        ftimer** heap = ftn_realloc(t->heap, cap * sizeof(*heap));
+        if (!heap) {
+            return NULL;
+        }
+        t->heap = heap;
+        t->heap_cap = cap;
+    }
+    ftimer* tm = fpool_get(&t->timer_pool);
+    if (!tm) {
+        return NULL;
+    }
+    tm->deadline = ftool_now(t) + delay_ms;
+    tm->seq = t->timer_seq++;
+    tm->cb = cb;
+    tm->data = data;
+    t->heap[t->heap_len] = tm;
+    tm->heap_idx = t->heap_len++;
+    heap_up(t, tm->heap_idx);
+    if (t->has_hooks && t->heap[0] == tm) {
+        ftool_rearm(t);
+    }
+    return tm;
+}
+
+static void ftimer_release(FutoInAsyncTool* t, ftimer* tm)
+{
+    ++tm->gen;
+    tm->cb = NULL;
+    fpool_put(&t->timer_pool, tm);
+}
+
+void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen)
+{
+    if (tm && tm->gen == gen && tm->heap_idx != UINT32_MAX) {
+        heap_remove(t, tm);
+        ftimer_release(t, tm);
+    }
+}
+
+void ftool_run_due_timers(FutoInAsyncTool* t, uint64_t now)
+{
+    /* Only timers due at entry: a callback arming a 0 ms timer waits a turn. */
+    uint64_t seq_limit = t->timer_seq;
+    while (t->heap_len) {
+        ftimer* tm = t->heap[0];
+        if (tm->deadline > now || tm->seq >= seq_limit) {
+            break;
+        }
+        heap_remove(t, tm);
+        void (*cb)(void*) = tm->cb;
+        void* data = tm->data;
+        ftimer_release(t, tm);
+        cb(data);
+    }
+}
+
+FutoInHandle ftool_deferred(FutoInAsyncTool* t, uint32_t delay_ms, void* data, void (*cb)(void*))
+{
+    FutoInHandle h = {NULL, NULL, 0};
+    if (!cb) {
+        return h;
+    }
+    ftimer* tm = ftool_timer_start(t, delay_ms, cb, data);
+    if (tm) {
+        h.data1 = tm;
+        h.data2 = t;
+        h.data3 = (ptrdiff_t)((tm->gen << 1) | HANDLE_DEFERRED);
+    }
+    return h;
+}
+
+int ftool_handle_valid(FutoInAsyncTool* t, FutoInHandle* h)
+{
+    if (!h || !h->data1 || h->data2 != (void*)t) {
+        return 0;
+    }
+    uint64_t gen = (uint64_t)h->data3 >> 1;
+    if ((h->data3 & 1) == HANDLE_DEFERRED) {
+        ftimer* tm = h->data1;
+        return tm->gen == gen && tm->heap_idx != UINT32_MAX;
+    }
+    ftask* task = h->data1;
+    return task->gen == gen && task->queued;
+}
+
+void ftool_handle_cancel(FutoInAsyncTool* t, FutoInHandle* h)
+{
+    if (!ftool_handle_valid(t, h)) {
+        return;
+    }
+    uint64_t gen = (uint64_t)h->data3 >> 1;
+    if ((h->data3 & 1) == HANDLE_DEFERRED) {
+        ftool_timer_stop(t, h->data1, gen);
+    } else {
+        ftask* task = h->data1;
+        ftool_task_remove(t, task);
+        ++task->gen;
+        fpool_put(&t->task_pool, task);
+    }
+    h->data1 = NULL;
+}
+
+/* ---- cross-thread posts ---- */
+
+void ftool_post(FutoInAsyncTool* t, fpost* msg)
+{
+    msg->next = NULL;
+    pthread_mutex_lock(&t->lock);
+    *t->posts_tail = msg;
+    t->posts_tail = &msg->next;
+    atomic_store_explicit(&t->has_posts, 1, memory_order_release);
+    if (t->sleeping) {
+        pthread_cond_signal(&t->cond);
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (t->has_hooks && t->hooks.wakeup) {
+        t->hooks.wakeup(t->hooks.data);
+    }
+}
+
+void ftool_drain_posts(FutoInAsyncTool* t)
+{
+    if (!atomic_load_explicit(&t->has_posts, memory_order_acquire)) {
+        return;
+    }
+    pthread_mutex_lock(&t->lock);
+    fpost* list = t->posts;
+    t->posts = NULL;
+    t->posts_tail = &t->posts;
+    atomic_store_explicit(&t->has_posts, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&t->lock);
+    while (list) {
+        fpost* next = list->next;
+        list->fn(list);
+        fargs_reset(&list->args);
+        ftn_free(list->code);
+        ftn_free(list->info);
+        ftn_free(list);
+        list = next;
+    }
+}
+
+/* ---- one non-blocking turn, shared by every driver ---- */
+
+int64_t futoin_tool_next_delay(FutoInAsyncTool* t)
+{
+    if (!t) {
+        return -1;
+    }
+    if (t->q_head || atomic_load_explicit(&t->has_posts, memory_order_acquire)) {
+        return 0;
+    }
+    if (!t->heap_len) {
+        return -1;
+    }
+    uint64_t now = ftool_now(t);
+    uint64_t deadline = t->heap[0]->deadline;
+    return deadline > now ? (int64_t)(deadline - now) : 0;
+}
+
+void ftool_rearm(FutoInAsyncTool* t)
+{
+    if (!t->has_hooks) {
+        return;
+    }
+    int64_t d = futoin_tool_next_delay(t);
+    if (d != t->armed_delay || d > 0) {
+        t->armed_delay = d;
+        t->hooks.arm(t->hooks.data, d);
+    }
+}
+
+void futoin_tool_set_hooks(FutoInAsyncTool* t, const FutoInLoopHooks* hooks)
+{
+    if (!t) {
+        return;
+    }
+    if (hooks && hooks->arm) {
+        t->hooks = *hooks;
+        t->has_hooks = 1;
+        t->armed_delay = -2;
+        ftool_rearm(t);
+    } else {
+        memset(&t->hooks, 0, sizeof(t->hooks));
+        t->has_hooks = 0;
+    }
+}
+
+int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
+{
+    if (!t) {
+        return -1;
+    }
+    if (t->running) {
+        return 0;
+    }
+    t->running = 1;
+    t->owner = pthread_self();
+    ftool_drain_posts(t);
+    if (t->virtual_time && !t->q_head && t->heap_len && t->heap[0]->deadline > t->vnow) {
+        t->vnow = t->heap[0]->deadline;
+    }
+    ftool_run_due_timers(t, ftool_now(t));
+    size_t n = max_tasks ? max_tasks : t->q_len;
+    while (n-- > 0) {
+        ftask* task = ftool_task_pop(t);
+        if (!task) {
+            break;
+        }
+        if (task->pooled) {
+            void (*cb)(void*) = task->cb;
+            void* data = task->data;
+            ++task->gen;
+            fpool_put(&t->task_pool, task);
+            cb(data);
+        } else {
+            task->cb(task->data);
+        }
+    }
+    t->running = 0;
+    int64_t d = futoin_tool_next_delay(t);
+    if (t->has_hooks && (d != t->armed_delay || d > 0)) {
+        t->armed_delay = d;
+        t->hooks.arm(t->hooks.data, d);
+    }
+    return d;
+}
