@@ -297,6 +297,7 @@ static void parallel_start(fstrand* st, fstep* par)
     fstep* head = par->q_head;
     par->q_head = par->q_tail = NULL;
     par->state = FS_PAR;
+    fstrand* last = NULL;
     uint32_t n = 0;
     while (head) {
         fstep* c = head;
@@ -323,11 +324,14 @@ static void parallel_start(fstrand* st, fstep* par)
         base->q_head = base->q_tail = c;
         strand_init(b, par->flow, base);
         b->par = par;
-        b->sib_next = par->u.par.branches;
-        if (b->sib_next) {
-            b->sib_next->sib_prev = b;
+        /* keep branches in the order they were added: they run and cancel so */
+        b->sib_prev = last;
+        if (last) {
+            last->sib_next = b;
+        } else {
+            par->u.par.branches = b;
         }
-        par->u.par.branches = b;
+        last = b;
         strand_schedule(b);
         ++n;
     }
