@@ -742,9 +742,10 @@ void feng_success(fstep* s, FutoInArgs* args)
             if (args) {
                 fargs_reset(args);
             }
-            if (!(s->flags & F_ERROR)) {
-                feng_misuse(s, "success() called twice");
-            }
+            const char* what = (s->flags & F_ERROR) ? "success() after handle_error()"
+                                                    : "success() called twice";
+            s->flags &= ~F_ERROR;
+            feng_misuse(s, what);
             return;
         }
         if (s->q_head) {
@@ -786,12 +787,12 @@ void feng_success(fstep* s, FutoInArgs* args)
 void feng_error(fstep* s, const char* code, const char* info)
 {
     if (feng_in_callback(s)) {
-        if (s->flags & F_ERROR) {
-            return; /* the first error stands */
-        }
-        if (s->flags & F_SUCCESS) {
-            s->flags &= ~F_SUCCESS;
-            fargs_reset(&s->strand->out_args);
+        if (s->flags & (F_ERROR | F_SUCCESS)) {
+            const char* what = (s->flags & F_ERROR) ? "handle_error() called twice"
+                                                    : "handle_error() after success()";
+            s->flags &= ~F_ERROR;
+            feng_misuse(s, what);
+            return;
         }
         s->flags |= F_ERROR;
         strand_set_code(s->strand, code);

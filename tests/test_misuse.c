@@ -1,0 +1,383 @@
+/* Misuse of the binary interface: InternalError with a descriptive info, or
+ * ignored with a report on stderr. Never a crash. */
+#include "helpers.h"
+
+static void eh_info(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("%s:%s", code, error_info(bsi));
+}
+
+#define MISUSE_STEP(name, body)                                                  \
+    static void name(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)        \
+    {                                                                            \
+        (void)bsi;                                                               \
+        (void)d;                                                                 \
+        (void)a;                                                                 \
+        body;                                                                    \
+    }
+
+MISUSE_STEP(m_success_after_add, {
+    bsi->api->add(bsi, NULL, f_noop, NULL);
+    bsi->api->success(bsi, NULL);
+})
+MISUSE_STEP(m_success_twice, {
+    bsi->api->success(bsi, NULL);
+    bsi->api->success(bsi, NULL);
+})
+MISUSE_STEP(m_error_twice, {
+    bsi->api->handle_error(bsi, "A", NULL);
+    bsi->api->handle_error(bsi, "B", NULL);
+})
+MISUSE_STEP(m_error_after_success, {
+    bsi->api->success(bsi, NULL);
+    bsi->api->handle_error(bsi, "A", NULL);
+})
+MISUSE_STEP(m_add_after_success, {
+    bsi->api->success(bsi, NULL);
+    bsi->api->add(bsi, NULL, f_noop, NULL);
+})
+MISUSE_STEP(m_add_null, bsi->api->add(bsi, NULL, NULL, NULL))
+MISUSE_STEP(m_loop_null, bsi->api->loop(bsi, NULL, NULL, NULL))
+MISUSE_STEP(m_repeat_null, bsi->api->repeat(bsi, NULL, 3, NULL, NULL))
+MISUSE_STEP(m_sync_null, bsi->api->addSync(bsi, NULL, NULL, f_noop, NULL))
+MISUSE_STEP(m_error_null_code, bsi->api->handle_error(bsi, NULL, "x"))
+MISUSE_STEP(m_set_cancel_null, bsi->api->setCancel(bsi, NULL, NULL))
+MISUSE_STEP(m_execute_step, bsi->api->execute(bsi, NULL, NULL))
+MISUSE_STEP(m_cancel_step, bsi->api->cancel(bsi))
+MISUSE_STEP(m_state_null_name, {
+    assert_null(bsi->api->stateVariable(bsi, NULL, NULL, NULL, NULL));
+})
+
+static void run_misuse(FutoInAsyncSteps_execute_callback f)
+{
+    g_fx.root->api->add(g_fx.root, NULL, f, eh_info);
+    run_root();
+}
+
+static void success_after_add(void** s)
+{
+    (void)s;
+    run_misuse(m_success_after_add);
+    assert_trace("InternalError:success() after add()|unhandled:InternalError:success() after add()");
+}
+
+static void success_twice(void** s)
+{
+    (void)s;
+    run_misuse(m_success_twice);
+    assert_trace("InternalError:success() called twice|unhandled:InternalError:success() called twice");
+}
+
+static void error_twice(void** s)
+{
+    (void)s;
+    run_misuse(m_error_twice);
+    assert_trace("InternalError:handle_error() called twice|"
+                 "unhandled:InternalError:handle_error() called twice");
+}
+
+static void error_after_success(void** s)
+{
+    (void)s;
+    run_misuse(m_error_after_success);
+    assert_trace("InternalError:handle_error() after success()|"
+                 "unhandled:InternalError:handle_error() after success()");
+}
+
+static void add_after_success(void** s)
+{
+    (void)s;
+    run_misuse(m_add_after_success);
+    assert_trace("InternalError:add() after success()|unhandled:InternalError:add() after success()");
+}
+
+static void add_without_callback(void** s)
+{
+    (void)s;
+    run_misuse(m_add_null);
+    assert_trace("InternalError:add() without an execute callback|"
+                 "unhandled:InternalError:add() without an execute callback");
+}
+
+static void loop_without_body(void** s)
+{
+    (void)s;
+    run_misuse(m_loop_null);
+    assert_trace("InternalError:loop without a body callback|"
+                 "unhandled:InternalError:loop without a body callback");
+}
+
+static void repeat_without_body(void** s)
+{
+    (void)s;
+    run_misuse(m_repeat_null);
+    assert_trace("InternalError:loop without a body callback|"
+                 "unhandled:InternalError:loop without a body callback");
+}
+
+static void add_sync_without_sync(void** s)
+{
+    (void)s;
+    run_misuse(m_sync_null);
+    assert_trace("InternalError:addSync() without a valid sync object|"
+                 "unhandled:InternalError:addSync() without a valid sync object");
+}
+
+static void error_without_code(void** s)
+{
+    (void)s;
+    run_misuse(m_error_null_code);
+    assert_trace("InternalError:handle_error() without an error code|"
+                 "unhandled:InternalError:handle_error() without an error code");
+}
+
+static void set_cancel_without_callback(void** s)
+{
+    (void)s;
+    run_misuse(m_set_cancel_null);
+    assert_trace("InternalError:setCancel() without a callback|"
+                 "unhandled:InternalError:setCancel() without a callback");
+}
+
+static void execute_on_step(void** s)
+{
+    (void)s;
+    run_misuse(m_execute_step);
+    assert_trace("InternalError:execute() on a step that is not a root|"
+                 "unhandled:InternalError:execute() on a step that is not a root");
+}
+
+static void cancel_on_step(void** s)
+{
+    (void)s;
+    run_misuse(m_cancel_step);
+    assert_trace("InternalError:cancel() on a step that is not a root|"
+                 "unhandled:InternalError:cancel() on a step that is not a root");
+}
+
+static void state_variable_without_name(void** s)
+{
+    (void)s;
+    run_misuse(m_state_null_name);
+    assert_trace("InternalError:stateVariable() without a name|"
+                 "unhandled:InternalError:stateVariable() without a name");
+}
+
+static FutoInAsyncSteps* g_old;
+MISUSE_STEP(m_save, g_old = bsi)
+
+static void calls_on_completed_step_are_ignored(void** s)
+{
+    (void)s;
+    g_fx.root->api->add(g_fx.root, NULL, m_save, NULL);
+    run_root();
+    FutoInArgs args = args0();
+    args.arg0 = val_heap_str("dropped");
+    g_heap_cleanups = 0;
+    g_old->api->success(g_old, &args);
+    assert_int_equal(g_heap_cleanups, 1); /* not leaked */
+    g_old->api->handle_error(g_old, "X", NULL);
+    g_old->api->add(g_old, NULL, f_noop, NULL);
+    g_old->api->setTimeout(g_old, 5);
+    g_old->api->waitExternal(g_old);
+    g_old->api->breakLoop(g_old, NULL);
+    assert_null(g_old->api->stack(g_old, 8, NULL));
+    assert_false(g_old->api->isValid(g_old));
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("");
+}
+
+static void null_bsi_everywhere(void** s)
+{
+    (void)s;
+    const FutoInAsyncStepsAPI* api = g_fx.root->api;
+    FutoInArgs args = args0();
+    api->add(NULL, NULL, f_noop, NULL);
+    assert_non_null(api->parallel(NULL, NULL, NULL));
+    assert_null(api->stateVariable(NULL, NULL, "x", NULL, NULL));
+    assert_null(api->stack(NULL, 1, NULL));
+    api->success(NULL, &args);
+    api->success(NULL, NULL);
+    api->handle_error(NULL, "X", NULL);
+    api->setTimeout(NULL, 1);
+    api->setCancel(NULL, NULL, NULL);
+    api->waitExternal(NULL);
+    api->loop(NULL, NULL, NULL, NULL);
+    api->repeat(NULL, NULL, 1, NULL, NULL);
+    api->breakLoop(NULL, NULL);
+    api->continueLoop(NULL, NULL);
+    api->execute(NULL, NULL, NULL);
+    api->cancel(NULL);
+    api->addSync(NULL, NULL, NULL, NULL, NULL);
+    assert_int_equal(api->rootId(NULL), 0);
+    assert_int_equal(api->isValid(NULL), 0);
+    assert_null(api->newInstance(NULL));
+    api->free(NULL);
+    FutoInHandle h = api->sched_immediate(NULL, NULL, NULL);
+    assert_null(h.data1);
+    h = api->sched_deferred(NULL, 1, NULL, NULL);
+    assert_null(h.data1);
+    api->sched_cancel(NULL, &h);
+    assert_int_equal(api->sched_is_valid(NULL, &h), 0);
+    assert_int_equal(api->is_same_thread(NULL), 0);
+}
+
+static void execute_twice_reports_to_second_callback(void** s)
+{
+    (void)s;
+    g_fx.root->api->add(g_fx.root, "step", f_trace, NULL);
+    g_fx.root->api->execute(g_fx.root, NULL, on_unhandled);
+    g_fx.root->api->execute(g_fx.root, "second", eh_trace);
+    assert_trace("second:InternalError");
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("second:InternalError|step");
+}
+
+MISUSE_STEP(m_free_step, bsi->api->free(bsi))
+
+static void free_of_step_is_ignored(void** s)
+{
+    (void)s;
+    g_fx.root->api->add(g_fx.root, NULL, m_free_step, NULL);
+    g_fx.root->api->add(g_fx.root, "still running", f_trace, NULL);
+    run_root();
+    assert_trace("still running");
+}
+
+static void parallel_misuse_returns_harmless_object(void** s)
+{
+    (void)s;
+    FutoInAsyncSteps* dead = g_fx.root->api->parallel(NULL, NULL, NULL);
+    dead->api->add(dead, NULL, f_noop, NULL);
+    assert_false(dead->api->isValid(dead));
+    assert_false(futoin_steps_is_native(dead));
+}
+
+static void set_timeout_outside_callback_is_ignored(void** s)
+{
+    (void)s;
+    g_fx.root->api->setTimeout(g_fx.root, 10);
+    g_fx.root->api->waitExternal(g_fx.root);
+    g_fx.root->api->add(g_fx.root, "ran", f_trace, NULL);
+    run_root();
+    assert_trace("ran");
+}
+
+static void unhandled_without_callback_drops_flow(void** s)
+{
+    (void)s;
+    g_fx.root->api->add(g_fx.root, "Oops", f_fail, NULL);
+    g_fx.root->api->add(g_fx.root, "never", f_trace, NULL);
+    g_fx.root->api->execute(g_fx.root, NULL, NULL);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("");
+    /* and the root is usable again */
+    g_fx.root->api->add(g_fx.root, "again", f_trace, NULL);
+    run_root();
+    assert_trace("again");
+}
+
+static void free_in_unhandled(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("free:%s", code);
+    bsi->api->free(bsi);
+}
+
+static void root_freed_from_its_own_callback(void** s)
+{
+    (void)s;
+    FutoInAsyncSteps* as = g_fx.root;
+    g_fx.root = NULL;
+    as->api->add(as, "E", f_fail, NULL);
+    as->api->execute(as, NULL, free_in_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("free:E");
+}
+
+MISUSE_STEP(m_free_root_inside, {
+    FutoInAsyncSteps* root = d;
+    root->api->free(root);
+    trace("freed");
+})
+
+static void cancel_tr(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    (void)data;
+    trace("cancelled");
+}
+
+MISUSE_STEP(m_waiter, bsi->api->setCancel(bsi, NULL, cancel_tr))
+
+static void root_freed_inside_step_cancels_flow(void** s)
+{
+    (void)s;
+    FutoInAsyncSteps* as = g_fx.root;
+    g_fx.root = NULL;
+    FutoInAsyncSteps* p = as->api->parallel(as, NULL, NULL);
+    p->api->add(p, NULL, m_waiter, NULL);
+    p->api->add(p, as, m_free_root_inside, NULL);
+    as->api->execute(as, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("freed|cancelled");
+}
+
+MISUSE_STEP(m_cancel_root_inside, {
+    FutoInAsyncSteps* root = d;
+    root->api->cancel(root);
+    trace("cancel requested");
+})
+
+static void root_cancelled_inside_step(void** s)
+{
+    (void)s;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, as, m_cancel_root_inside, NULL);
+    as->api->add(as, "never", f_trace, NULL);
+    run_root();
+    assert_trace("cancel requested");
+}
+
+static void sync_without_api(void** s)
+{
+    (void)s;
+    FutoInSync bad = {NULL};
+    g_fx.root->api->add(g_fx.root, NULL, f_noop, NULL);
+    g_fx.root->api->addSync(g_fx.root, &bad, NULL, f_noop, NULL);
+    run_root();
+    assert_trace("");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+            T(success_after_add),
+            T(success_twice),
+            T(error_twice),
+            T(error_after_success),
+            T(add_after_success),
+            T(add_without_callback),
+            T(loop_without_body),
+            T(repeat_without_body),
+            T(add_sync_without_sync),
+            T(error_without_code),
+            T(set_cancel_without_callback),
+            T(execute_on_step),
+            T(cancel_on_step),
+            T(state_variable_without_name),
+            T(calls_on_completed_step_are_ignored),
+            T(null_bsi_everywhere),
+            T(execute_twice_reports_to_second_callback),
+            T(free_of_step_is_ignored),
+            T(parallel_misuse_returns_harmless_object),
+            T(set_timeout_outside_callback_is_ignored),
+            T(unhandled_without_callback_drops_flow),
+            T(root_freed_from_its_own_callback),
+            T(root_freed_inside_step_cancels_flow),
+            T(root_cancelled_inside_step),
+            T(sync_without_api),
+    };
+    return cmocka_run_group_tests_name("misuse", tests, NULL, NULL);
+}
