@@ -1,0 +1,361 @@
+/* Engine rules, measured: constant C stack for 10^6 iterations and 20,000
+ * nested levels, no heap allocation per step in steady state, bursts, and no
+ * inline continuation on external completion. */
+#include "helpers.h"
+
+#include <pthread.h>
+
+/* ---- run a test body on a thread with a small stack ---- */
+
+typedef struct small_stack_job
+{
+    void (*fn)(void* arg);
+    void* arg;
+} small_stack_job;
+
+static void* small_stack_entry(void* p)
+{
+    small_stack_job* job = p;
+    job->fn(job->arg);
+    return NULL;
+}
+
+static void run_on_small_stack(void (*fn)(void*), void* arg)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    assert_int_equal(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+    small_stack_job job = {fn, arg};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, &attr, small_stack_entry, &job), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    pthread_attr_destroy(&attr);
+}
+
+/* ---- 10^6 loop iterations ---- */
+
+static void count_body(FutoInAsyncSteps* bsi, void* d, size_t i)
+{
+    (void)bsi;
+    (void)i;
+    ++*(size_t*)d;
+}
+
+static void million_iterations_job(void* arg)
+{
+    size_t* count = arg;
+    FutoInAsyncTool* t = futoin_tool_new();
+    FutoInAsyncSteps* as = futoin_steps_new(t);
+    as->api->repeat(as, count, 1000000, count_body, NULL);
+    as->api->execute(as, NULL, NULL);
+    futoin_tool_run(t);
+    as->api->free(as);
+    futoin_tool_free(t);
+}
+
+static void million_iterations_constant_stack(void** state)
+{
+    (void)state;
+    size_t count = 0;
+    run_on_small_stack(million_iterations_job, &count);
+    assert_int_equal(count, 1000000);
+}
+
+static void loop_body_with_substep(FutoInAsyncSteps* bsi, void* d)
+{
+    size_t* n = d;
+    if (++*n == 1000000) {
+        bsi->api->breakLoop(bsi, NULL);
+        return;
+    }
+    bsi->api->add(bsi, NULL, f_noop, NULL);
+}
+
+static void million_loop_with_substeps_job(void* arg)
+{
+    FutoInAsyncTool* t = futoin_tool_new();
+    FutoInAsyncSteps* as = futoin_steps_new(t);
+    as->api->loop(as, arg, loop_body_with_substep, NULL);
+    as->api->execute(as, NULL, NULL);
+    futoin_tool_run(t);
+    as->api->free(as);
+    futoin_tool_free(t);
+}
+
+static void million_loop_iterations_with_substeps(void** state)
+{
+    (void)state;
+    size_t n = 0;
+    run_on_small_stack(million_loop_with_substeps_job, &n);
+    assert_int_equal(n, 1000000);
+}
+
+/* ---- 20,000 nested levels ---- */
+
+typedef struct nest
+{
+    size_t depth;
+    size_t max;
+    size_t cancels;
+    int fail;
+    int wait;
+} nest;
+
+static void nest_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    ++((nest*)data)->cancels;
+}
+
+static void nest_step(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)a;
+    nest* n = d;
+    if (++n->depth < n->max) {
+        bsi->api->add(bsi, n, nest_step, NULL);
+        return;
+    }
+    if (n->fail) {
+        bsi->api->handle_error(bsi, "Deep", NULL);
+    } else if (n->wait) {
+        bsi->api->setCancel(bsi, n, nest_cancel);
+    }
+}
+
+static void nest_eh(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("%s", code);
+    bsi->api->success(bsi, NULL);
+}
+
+static void nested_job(void* arg)
+{
+    nest* n = arg;
+    FutoInAsyncTool* t = futoin_tool_new();
+    FutoInAsyncSteps* as = futoin_steps_new(t);
+    as->api->add(as, n, nest_step, n->fail ? nest_eh : NULL);
+    as->api->execute(as, NULL, NULL);
+    futoin_tool_run(t);
+    if (n->wait) {
+        as->api->cancel(as); /* unwinds 20,000 levels */
+    }
+    as->api->free(as);
+    futoin_tool_free(t);
+}
+
+static void nested_levels_constant_stack(void** state)
+{
+    (void)state;
+    nest n = {0, 20000, 0, 0, 0};
+    run_on_small_stack(nested_job, &n);
+    assert_int_equal(n.depth, 20000);
+}
+
+static void nested_levels_error_unwinds(void** state)
+{
+    (void)state;
+    nest n = {0, 20000, 0, 1, 0};
+    run_on_small_stack(nested_job, &n);
+    assert_int_equal(n.depth, 20000);
+    assert_trace("Deep");
+}
+
+static void nested_levels_cancel(void** state)
+{
+    (void)state;
+    nest n = {0, 20000, 0, 0, 1};
+    run_on_small_stack(nested_job, &n);
+    assert_int_equal(n.cancels, 1);
+}
+
+/* ---- no heap allocation per step in steady state ---- */
+
+static size_t g_mallocs;
+static void* count_malloc(size_t n)
+{
+    ++g_mallocs;
+    return malloc(n);
+}
+static void* count_realloc(void* p, size_t n)
+{
+    ++g_mallocs;
+    return realloc(p, n);
+}
+
+static void seq_step(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    FutoInArgs args = args0();
+    args.arg0 = val_i32(a->arg0.type ? a->arg0.i32 + 1 : 0);
+    bsi->api->success(bsi, &args);
+}
+
+static void rep_sub(FutoInAsyncSteps* bsi, void* d, size_t i)
+{
+    (void)d;
+    (void)i;
+    bsi->api->add(bsi, NULL, seq_step, NULL);
+}
+
+static void fail_step(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->handle_error(bsi, "Recoverable", "some info");
+}
+
+static void recover(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    (void)code;
+    bsi->api->success(bsi, NULL);
+}
+
+static void build_workload(FutoInAsyncSteps* as)
+{
+    for (int i = 0; i < 1000; ++i) {
+        as->api->add(as, NULL, seq_step, NULL);
+    }
+    as->api->repeat(as, NULL, 1000, rep_sub, NULL);
+    for (int i = 0; i < 100; ++i) {
+        as->api->add(as, NULL, fail_step, recover);
+    }
+    FutoInAsyncSteps* p = as->api->parallel(as, NULL, NULL);
+    for (int i = 0; i < 50; ++i) {
+        p->api->add(p, NULL, seq_step, NULL);
+    }
+}
+
+static void no_allocation_in_steady_state(void** state)
+{
+    (void)state;
+    FutoInAllocator counting = {count_malloc, count_realloc, free};
+    futoin_set_allocator(&counting);
+    FutoInAsyncTool* t = futoin_tool_new();
+    for (int round = 0; round < 3; ++round) {
+        FutoInAsyncSteps* as = futoin_steps_new(t);
+        size_t before = g_mallocs;
+        build_workload(as);
+        as->api->execute(as, NULL, NULL);
+        futoin_tool_run(t);
+        as->api->free(as);
+        if (round == 2) {
+            /* warmed up: thousands of steps, errors and branches, no malloc */
+            assert_int_equal(g_mallocs - before, 0);
+        }
+    }
+    futoin_tool_free(t);
+    futoin_set_allocator(NULL);
+}
+
+/* ---- bursts and fairness ---- */
+
+static void burst_limits_one_flow_turn(void** state)
+{
+    (void)state;
+    futoin_tool_set_burst(g_fx.tool, 2);
+    FutoInAsyncSteps* b = futoin_steps_new(g_fx.tool);
+    static const char* an[] = {"a1", "a2", "a3", "a4"};
+    static const char* bn[] = {"b1", "b2", "b3", "b4"};
+    for (int i = 0; i < 4; ++i) {
+        g_fx.root->api->add(g_fx.root, (void*)an[i], f_trace, NULL);
+        b->api->add(b, (void*)bn[i], f_trace, NULL);
+    }
+    g_fx.root->api->execute(g_fx.root, NULL, NULL);
+    b->api->execute(b, NULL, NULL);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("a1|a2|b1|b2|a3|a4|b3|b4");
+    b->api->free(b);
+}
+
+static void default_burst_is_100(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* b = futoin_steps_new(g_fx.tool);
+    size_t na = 0, nb = 0;
+    g_fx.root->api->repeat(g_fx.root, &na, 300, count_body, NULL);
+    b->api->add(b, "b-ran", f_trace, NULL);
+    g_fx.root->api->execute(g_fx.root, NULL, NULL);
+    b->api->execute(b, NULL, NULL);
+    (void)nb;
+    /* one turn of each: root runs its burst, then b runs */
+    futoin_tool_iterate(g_fx.tool, 1);
+    assert_true(na > 0 && na < 300);
+    size_t first_turn = na;
+    futoin_tool_iterate(g_fx.tool, 1);
+    assert_trace("b-ran");
+    assert_int_equal(na, first_turn);
+    futoin_tool_run(g_fx.tool);
+    assert_int_equal(na, 300);
+    /* a turn is the loop step plus 100 steps including iteration bodies */
+    assert_true(first_turn >= 45 && first_turn <= 100);
+    b->api->free(b);
+}
+
+/* ---- completion from outside never runs the next step inline ---- */
+
+static int g_in_success;
+
+static void ext_complete(void* data)
+{
+    FutoInAsyncSteps* bsi = data;
+    g_in_success = 1;
+    bsi->api->success(bsi, NULL);
+    g_in_success = 0;
+    trace("success returned");
+}
+
+static void waits(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->waitExternal(bsi);
+    bsi->api->sched_immediate(bsi, bsi, ext_complete);
+}
+
+static void next_checks(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)bsi;
+    (void)d;
+    (void)a;
+    assert_int_equal(g_in_success, 0);
+    trace("next");
+}
+
+static void external_success_schedules_not_inline(void** state)
+{
+    (void)state;
+    g_fx.root->api->add(g_fx.root, NULL, waits, NULL);
+    g_fx.root->api->add(g_fx.root, NULL, next_checks, NULL);
+    run_root();
+    assert_trace("success returned|next");
+}
+
+static void execute_only_schedules(void** state)
+{
+    (void)state;
+    g_fx.root->api->add(g_fx.root, "ran", f_trace, NULL);
+    g_fx.root->api->execute(g_fx.root, NULL, NULL);
+    assert_trace("");
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 0);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("ran");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+            T(million_iterations_constant_stack),
+            T(million_loop_iterations_with_substeps),
+            T(nested_levels_constant_stack),
+            T(nested_levels_error_unwinds),
+            T(nested_levels_cancel),
+            T(no_allocation_in_steady_state),
+            T(burst_limits_one_flow_turn),
+            T(default_burst_is_100),
+            T(external_success_schedules_not_inline),
+            T(execute_only_schedules),
+    };
+    return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
+}
