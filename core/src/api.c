@@ -96,6 +96,8 @@ static void* api_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*
 
 /* ---- cross-thread completion ---- */
 
+static void api_cancel(FutoInAsyncSteps* bsi);
+
 static void post_success(fpost* m)
 {
     if (fstep_of(m->bsi)->state != FS_FREE) {
@@ -112,10 +114,7 @@ static void post_error(fpost* m)
 
 static void post_cancel(fpost* m)
 {
-    fstep* s = fstep_of(m->bsi);
-    if (s->state != FS_FREE) {
-        feng_cancel(s->flow);
-    }
+    api_cancel(m->bsi);
 }
 
 static fpost* post_new(FutoInAsyncSteps* bsi, void (*fn)(fpost*))
@@ -128,17 +127,18 @@ static fpost* post_new(FutoInAsyncSteps* bsi, void (*fn)(fpost*))
     return m;
 }
 
+/* The tool of a step, read without touching state the loop thread changes:
+ * the flow pointer is fixed for the life of the step. */
+static FutoInAsyncTool* tool_any_thread(FutoInAsyncSteps* bsi)
+{
+    fstep* s = fstep_of(bsi);
+    return s->flow ? s->flow->tool : NULL;
+}
+
 static void api_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
 {
-    fstep* s = live(bsi, "success()");
-    if (!s) {
-        if (args) {
-            fargs_reset(args);
-        }
-        return;
-    }
-    FutoInAsyncTool* t = s->flow->tool;
-    if (FTN_UNLIKELY(!ftool_is_loop_thread(t))) {
+    FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
+    if (FTN_UNLIKELY(t && !ftool_is_loop_thread(t))) {
         fpost* m = post_new(bsi, post_success);
         if (!m) {
             report("success()", "out of memory");
@@ -151,21 +151,24 @@ static void api_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         ftool_post(t, m);
         return;
     }
+    fstep* s = live(bsi, "success()");
+    if (!s) {
+        if (args) {
+            fargs_reset(args);
+        }
+        return;
+    }
     feng_success(s, args);
 }
 
 static void api_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
 {
-    fstep* s = live(bsi, "handle_error()");
-    if (!s) {
-        return;
-    }
     if (!code) {
         code = FUTOIN_ERR_INTERNAL_ERROR;
         info = "handle_error() without an error code";
     }
-    FutoInAsyncTool* t = s->flow->tool;
-    if (FTN_UNLIKELY(!ftool_is_loop_thread(t))) {
+    FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
+    if (FTN_UNLIKELY(t && !ftool_is_loop_thread(t))) {
         fpost* m = post_new(bsi, post_error);
         if (m) {
             m->code = ftn_strdup(code);
@@ -183,7 +186,10 @@ static void api_handle_error(FutoInAsyncSteps* bsi, const char* code, const char
         ftool_post(t, m);
         return;
     }
-    feng_error(s, code, info);
+    fstep* s = live(bsi, "handle_error()");
+    if (s) {
+        feng_error(s, code, info);
+    }
 }
 
 static void api_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
@@ -295,22 +301,22 @@ static void api_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_erro
 
 static void api_cancel(FutoInAsyncSteps* bsi)
 {
-    fstep* s = live(bsi, "cancel()");
-    if (!s) {
-        return;
-    }
-    if (s->kind != FK_ROOT) {
-        feng_misuse(s, "cancel() on a step that is not a root");
-        return;
-    }
-    FutoInAsyncTool* t = s->flow->tool;
-    if (!ftool_is_loop_thread(t)) {
+    FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
+    if (t && !ftool_is_loop_thread(t)) {
         fpost* m = post_new(bsi, post_cancel);
         if (m) {
             ftool_post(t, m);
         } else {
             report("cancel()", "out of memory");
         }
+        return;
+    }
+    fstep* s = live(bsi, "cancel()");
+    if (!s) {
+        return;
+    }
+    if (s->kind != FK_ROOT) {
+        feng_misuse(s, "cancel() on a step that is not a root");
         return;
     }
     feng_cancel(s->flow);
@@ -413,7 +419,7 @@ static int api_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* handle)
 
 static int api_is_same_thread(FutoInAsyncSteps* bsi)
 {
-    FutoInAsyncTool* t = tool_of(bsi, "is_same_thread()");
+    FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
     return t ? ftool_is_loop_thread(t) : 0;
 }
 

@@ -307,6 +307,8 @@ FTN_HIDDEN void feng_execute(fflow* fl, void* data, FutoInAsyncSteps_error_callb
 FTN_HIDDEN void feng_cancel(fflow* fl);
 FTN_HIDDEN fflow* feng_flow_new(FutoInAsyncTool* t);
 FTN_HIDDEN void feng_flow_free(fflow* fl);
+/* Frees pooled flows and strand buffers; the tool is going away. */
+FTN_HIDDEN void feng_tool_release(FutoInAsyncTool* t);
 FTN_HIDDEN int feng_in_callback(const fstep* s);
 
 static inline fstep* fstep_of(FutoInAsyncSteps* bsi)

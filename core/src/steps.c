@@ -75,8 +75,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     st->par = NULL;
     st->sib_next = st->sib_prev = NULL;
     st->id = (ptrdiff_t)fl->tool->next_root_id++;
-    memset(&st->in_args, 0, sizeof(st->in_args));
-    memset(&st->out_args, 0, sizeof(st->out_args));
+    /* in_args/out_args are empty whenever a strand is idle or pooled */
     st->err_pending = 0;
     base->strand = st;
 }
@@ -124,10 +123,20 @@ static void frame_unlock(fstep* f)
     }
 }
 
+/* kinds whose frames own nothing beyond the common fields */
+#define FAST_POP_KINDS ((1u << FK_STEP) | (1u << FK_LOOP_BODY) | (1u << FK_REPEAT_BODY) | (1u << FK_SYNC_LOCK))
+
 /* Pop the top frame `f` of `st` after it finished (any way). */
 static void frame_pop(fstrand* st, fstep* f)
 {
     FutoInAsyncTool* t = f->flow->tool;
+    if (FTN_LIKELY(!f->timer && !f->on_cancel && !f->allocs && !f->q_head
+                   && ((1u << f->kind) & FAST_POP_KINDS))) {
+        st->top = f->parent;
+        f->state = FS_FREE;
+        fpool_put(&t->step_pool, f);
+        return;
+    }
     f->state = FS_CANCEL;
     frame_stop_timer(f);
     f->on_cancel = NULL;
@@ -453,31 +462,57 @@ static void step_exec(fstrand* st, fstep* c)
     }
 }
 
-static int loop_next(fstrand* st, fstep* f)
+/* Runs loop iterations with one reused body frame while they complete
+ * trivially (no sub-steps, waits, errors or stack memory); anything else goes
+ * through the general machinery. Returns R_STOP when the burst is used up. */
+static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
 {
-    fstep* c;
-    if (f->kind == FK_LOOP) {
-        c = enqueue_child(f, FK_LOOP_BODY);
-        if (c) {
-            c->fn.loop = f->fn.loop;
-        }
-    } else {
-        if (f->u.loop.i >= f->u.loop.count) {
+    fflow* fl = f->flow;
+    fstep* c = step_get(fl);
+    if (FTN_UNLIKELY(!c)) {
+        strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
+        fflow_set_info(fl, "out of memory");
+        st->err_pending = 1;
+        return R_CONT;
+    }
+    int repeat = f->kind == FK_REPEAT;
+    c->kind = repeat ? FK_REPEAT_BODY : FK_LOOP_BODY;
+    c->parent = f;
+    c->strand = st;
+    c->data = f->data;
+    for (;;) {
+        if (repeat && f->u.loop.i >= f->u.loop.count) {
+            st->top = f;
+            step_put(fl->tool, c);
             step_complete(st, f);
             return R_CONT;
         }
-        c = enqueue_child(f, FK_REPEAT_BODY);
-        if (c) {
-            c->fn.repeat = f->fn.repeat;
-            c->u.iter = f->u.loop.i++;
+        if (FTN_UNLIKELY(*budget == 0)) {
+            st->top = f;
+            step_put(fl->tool, c);
+            strand_schedule(st);
+            return R_STOP;
         }
+        --*budget;
+        if (FTN_UNLIKELY(!fargs_empty(&st->out_args))) {
+            fargs_reset(&st->out_args); /* loop bodies take no arguments */
+        }
+        c->state = FS_EXEC;
+        c->flags = 0;
+        st->top = c;
+        if (repeat) {
+            c->u.iter = f->u.loop.i++;
+            f->fn.repeat(&c->iface, c->data, c->u.iter);
+        } else {
+            f->fn.loop(&c->iface, c->data);
+        }
+        if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs && !c->on_cancel
+                       && !c->timer && !(fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ)))) {
+            continue;
+        }
+        post_exec(st, c);
+        return R_CONT;
     }
-    if (FTN_UNLIKELY(!c)) {
-        strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
-        fflow_set_info(f->flow, "out of memory");
-        st->err_pending = 1;
-    }
-    return R_CONT;
 }
 
 /* `f` is in FS_SUB and its queue is empty: all its children are done. */
@@ -489,9 +524,6 @@ static int children_done(fstrand* st, fstep* f)
         return R_STOP;
     case FK_BRANCH:
         return branch_done(st);
-    case FK_LOOP:
-    case FK_REPEAT:
-        return loop_next(st, f);
     case FK_SYNC:
         if (!(f->flags & F_LOCKED)) {
             f->flags |= F_LOCKED;
@@ -614,7 +646,11 @@ static void strand_run(void* data)
             if (f->state == FS_SUB) {
                 fstep* c = f->q_head;
                 if (!c) {
-                    r = children_done(st, f);
+                    if (f->kind == FK_LOOP || f->kind == FK_REPEAT) {
+                        r = loop_run(st, f, &budget);
+                    } else {
+                        r = children_done(st, f);
+                    }
                 } else {
                     if (FTN_UNLIKELY(budget-- == 0)) {
                         strand_schedule(st);
@@ -811,8 +847,8 @@ static void step_timeout_cb(void* data)
         return;
     }
     fstep* top = st->top;
-    if (top->state == FS_WAIT && (top->flags & F_SUCCESS)) {
-        return; /* completed just before: the completion wins */
+    if (top == s && top->state == FS_WAIT && (top->flags & F_SUCCESS)) {
+        return; /* the timed step completed just before: the completion wins */
     }
     strand_set_code(st, FUTOIN_ERR_TIMEOUT);
     fflow_set_info(s->flow, "");
@@ -912,4 +948,26 @@ void feng_flow_free(fflow* fl)
     fl->base.state = FS_FREE;
     fl->next_free = t->free_flows;
     t->free_flows = fl;
+}
+
+static void strand_free_bufs(fstrand* st)
+{
+    fbuf_free(&st->code[0]);
+    fbuf_free(&st->code[1]);
+}
+
+void feng_tool_release(FutoInAsyncTool* t)
+{
+    for (fflow* fl = t->free_flows; fl;) {
+        fflow* next = fl->next_free;
+        strand_free_bufs(&fl->main);
+        fbuf_free(&fl->info[0]);
+        fbuf_free(&fl->info[1]);
+        ftn_free(fl);
+        fl = next;
+    }
+    t->free_flows = NULL;
+    for (fstrand* st = t->strand_pool.free_list; st; st = st->sib_next) {
+        strand_free_bufs(st);
+    }
 }

@@ -43,11 +43,7 @@ void futoin_tool_free(FutoInAsyncTool* t)
         return;
     }
     ftool_drain_posts(t);
-    for (fflow* fl = t->free_flows; fl;) {
-        fflow* next = fl->next_free;
-        ftn_free(fl);
-        fl = next;
-    }
+    feng_tool_release(t);
     fpool_destroy(&t->timer_pool);
     fpool_destroy(&t->task_pool);
     fpool_destroy(&t->step_pool);
@@ -450,12 +446,16 @@ int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
         return 0;
     }
     t->running = 1;
-    t->owner = pthread_self();
+    if (FTN_UNLIKELY(!pthread_equal(t->owner, pthread_self()))) {
+        t->owner = pthread_self();
+    }
     ftool_drain_posts(t);
     if (t->virtual_time && !t->q_head && t->heap_len && t->heap[0]->deadline > t->vnow) {
         t->vnow = t->heap[0]->deadline;
     }
-    ftool_run_due_timers(t, ftool_now(t));
+    if (t->heap_len) {
+        ftool_run_due_timers(t, ftool_now(t));
+    }
     size_t n = max_tasks ? max_tasks : t->q_len;
     while (n-- > 0) {
         ftask* task = ftool_task_pop(t);

@@ -179,7 +179,7 @@ struct FutoInAsyncStepsAPI_
              * different for each parallel branch (loop thread). */
             ptrdiff_t (*rootId)(FutoInAsyncSteps* bsi);
             /* Index 17: 1 while usable: a root until it is freed, a step while
-             * it is active (any thread, advisory). */
+             * it is active (loop thread). */
             int (*isValid)(FutoInAsyncSteps* bsi);
             /* Index 18: a new root on the same tool (loop thread). */
             FutoInAsyncSteps* (*newInstance)(FutoInAsyncSteps* bsi);

@@ -1,0 +1,767 @@
+/* The scheduler (AsyncTool): immediates, timers, handles, the clock, the
+ * drivers (run / iterate / host-loop hooks), cross-thread completion and the
+ * per-flow burst. Exercised both through the public entry points of
+ * futoin/core.h and through the sched_* / is_same_thread vtable slots. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "helpers.h"
+
+/* ---- small helpers ---- */
+
+static void cb_trace(void* data)
+{
+    trace("%s", (const char*)data);
+}
+
+/* traces its data and the tool's clock */
+static void cb_trace_now(void* data)
+{
+    trace("%s@%llu", (const char*)data, (unsigned long long)futoin_tool_now(g_fx.tool));
+}
+
+static FutoInHandle imm(const char* name)
+{
+    return g_fx.root->api->sched_immediate(g_fx.root, (void*)name, cb_trace);
+}
+
+static FutoInHandle dfr(uint32_t ms, const char* name)
+{
+    return g_fx.root->api->sched_deferred(g_fx.root, ms, (void*)name, cb_trace_now);
+}
+
+static int valid(FutoInHandle* h)
+{
+    return g_fx.root->api->sched_is_valid(g_fx.root, h);
+}
+
+static void cancel(FutoInHandle* h)
+{
+    g_fx.root->api->sched_cancel(g_fx.root, h);
+}
+
+static uint64_t real_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- immediates and timers ---- */
+
+static void cb_queue_more(void* data)
+{
+    trace("%s", (const char*)data);
+    imm("late");
+}
+
+static void immediates_run_fifo(void** state)
+{
+    (void)state;
+    imm("i1");
+    g_fx.root->api->sched_immediate(g_fx.root, "i2", cb_queue_more);
+    imm("i3");
+    imm("i4");
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    /* an immediate queued by a callback runs after the ones already queued */
+    assert_trace("i1|i2|i3|i4|late");
+}
+
+static void timers_fire_in_deadline_order(void** state)
+{
+    (void)state;
+    dfr(30, "t30");
+    dfr(10, "t10");
+    dfr(50, "t50");
+    dfr(0, "t0");
+    dfr(20, "t20");
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("t0@0|t10@10|t20@20|t30@30|t50@50");
+}
+
+static void timers_equal_deadlines_fire_in_setting_order(void** state)
+{
+    (void)state;
+    dfr(10, "a");
+    dfr(5, "x");
+    dfr(10, "b");
+    dfr(20, "y");
+    dfr(10, "c");
+    dfr(10, "d");
+    futoin_tool_advance(g_fx.tool, 3);
+    dfr(7, "e"); /* set later with the same deadline (3 + 7 == 10) */
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("x@5|a@10|b@10|c@10|d@10|e@10|y@20");
+}
+
+static void cb_chain_timer(void* data)
+{
+    (void)data;
+    trace("first@%llu", (unsigned long long)futoin_tool_now(g_fx.tool));
+    g_fx.root->api->sched_deferred(g_fx.root, 250, "second", cb_trace_now);
+}
+
+static void virtual_time_jumps_to_deadline_without_sleeping(void** state)
+{
+    (void)state;
+    assert_int_equal(futoin_tool_now(g_fx.tool), 0);
+    g_fx.root->api->sched_deferred(g_fx.root, 5000, NULL, cb_chain_timer);
+    uint64_t t0 = real_ms();
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    uint64_t elapsed = real_ms() - t0;
+    assert_trace("first@5000|second@5250");
+    assert_int_equal(futoin_tool_now(g_fx.tool), 5250);
+    /* 5.25 s of virtual time must not cost real time */
+    assert_true(elapsed < 1000);
+}
+
+/* ---- handles ---- */
+
+static void cancel_immediate_before_it_runs(void** state)
+{
+    (void)state;
+    FutoInHandle h1 = imm("i1");
+    FutoInHandle h2 = imm("i2");
+    FutoInHandle h3 = imm("i3");
+    FutoInHandle copy = h2;
+    assert_int_equal(valid(&h1), 1);
+    assert_int_equal(valid(&h2), 1);
+    assert_int_equal(valid(&h3), 1);
+    cancel(&h2);
+    assert_int_equal(valid(&h2), 0);
+    assert_int_equal(valid(&copy), 0); /* a copy of a cancelled handle too */
+    assert_int_equal(valid(&h1), 1);
+    assert_int_equal(valid(&h3), 1);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("i1|i3");
+    assert_int_equal(valid(&h1), 0);
+    assert_int_equal(valid(&h3), 0);
+}
+
+static void cancel_deferred_before_it_runs(void** state)
+{
+    (void)state;
+    FutoInHandle a = dfr(10, "a");
+    FutoInHandle b = dfr(20, "b");
+    FutoInHandle c = dfr(30, "c");
+    FutoInHandle late = dfr(1000, "late");
+    assert_int_equal(valid(&b), 1);
+    cancel(&b);
+    cancel(&late);
+    assert_int_equal(valid(&b), 0);
+    assert_int_equal(valid(&late), 0);
+    assert_int_equal(valid(&a), 1);
+    assert_int_equal(valid(&c), 1);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("a@10|c@30");
+    /* the cancelled 1000 ms timer did not move virtual time */
+    assert_int_equal(futoin_tool_now(g_fx.tool), 30);
+}
+
+static void handle_valid_while_scheduled_then_invalid(void** state)
+{
+    (void)state;
+    FutoInHandle hi = imm("i");
+    FutoInHandle hd = dfr(10, "d");
+    assert_int_equal(valid(&hi), 1);
+    assert_int_equal(valid(&hd), 1);
+    /* one iterate in virtual time: runs the immediate only */
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 10);
+    assert_trace("i");
+    assert_int_equal(valid(&hi), 0);
+    assert_int_equal(valid(&hd), 1);
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_trace("i|d@10");
+    assert_int_equal(valid(&hd), 0);
+}
+
+static void cancel_after_run_is_harmless(void** state)
+{
+    (void)state;
+    FutoInHandle hi = imm("i1");
+    FutoInHandle hd = dfr(5, "d1");
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("i1|d1@5");
+    cancel(&hi);
+    cancel(&hd);
+    assert_int_equal(valid(&hi), 0);
+    assert_int_equal(valid(&hd), 0);
+
+    /* new ones reuse the pooled slots: the stale handles must not touch them */
+    FutoInHandle hi2 = imm("i2");
+    FutoInHandle hd2 = dfr(5, "d2");
+    cancel(&hi);
+    cancel(&hd);
+    assert_int_equal(valid(&hi), 0);
+    assert_int_equal(valid(&hd), 0);
+    assert_int_equal(valid(&hi2), 1);
+    assert_int_equal(valid(&hd2), 1);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("i1|d1@5|i2|d2@10");
+    /* and cancelling twice after a cancel is fine too */
+    FutoInHandle h3 = imm("never");
+    cancel(&h3);
+    cancel(&h3);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("i1|d1@5|i2|d2@10");
+}
+
+static void zeroed_handle_is_invalid(void** state)
+{
+    (void)state;
+    FutoInHandle z;
+    memset(&z, 0, sizeof(z));
+    imm("i"); /* something scheduled, so the tool is not empty */
+    assert_int_equal(valid(&z), 0);
+    cancel(&z); /* harmless */
+    assert_int_equal(valid(NULL), 0);
+    cancel(NULL);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("i");
+}
+
+static void handle_of_another_tool_is_invalid(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t2 = futoin_tool_new();
+    assert_non_null(t2);
+    futoin_tool_use_virtual_time(t2);
+    FutoInAsyncSteps* r2 = futoin_steps_new(t2);
+    assert_non_null(r2);
+
+    FutoInHandle hi = r2->api->sched_immediate(r2, "other-i", cb_trace);
+    FutoInHandle hd = r2->api->sched_deferred(r2, 10, "other-d", cb_trace);
+    assert_int_equal(r2->api->sched_is_valid(r2, &hi), 1);
+    assert_int_equal(r2->api->sched_is_valid(r2, &hd), 1);
+    /* not valid for the first tool, and cancelling there does nothing */
+    assert_int_equal(valid(&hi), 0);
+    assert_int_equal(valid(&hd), 0);
+    cancel(&hi);
+    cancel(&hd);
+    assert_int_equal(r2->api->sched_is_valid(r2, &hi), 1);
+    assert_int_equal(r2->api->sched_is_valid(r2, &hd), 1);
+
+    /* and the reverse */
+    FutoInHandle mine = imm("mine");
+    assert_int_equal(r2->api->sched_is_valid(r2, &mine), 0);
+    r2->api->sched_cancel(r2, &mine);
+    assert_int_equal(valid(&mine), 1);
+
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("mine");
+    assert_int_equal(futoin_tool_run(t2), 0);
+    assert_trace("mine|other-i|other-d");
+    r2->api->free(r2);
+    futoin_tool_free(t2);
+}
+
+static void null_callback_gives_invalid_handle(void** state)
+{
+    (void)state;
+    FutoInHandle hi = g_fx.root->api->sched_immediate(g_fx.root, "x", NULL);
+    FutoInHandle hd = g_fx.root->api->sched_deferred(g_fx.root, 10, "x", NULL);
+    assert_null(hi.data1);
+    assert_null(hd.data1);
+    assert_int_equal(valid(&hi), 0);
+    assert_int_equal(valid(&hd), 0);
+    cancel(&hi);
+    cancel(&hd);
+    /* nothing was scheduled */
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), -1);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_int_equal(futoin_tool_now(g_fx.tool), 0);
+    assert_trace("");
+}
+
+/* ---- drivers ---- */
+
+static void run_returns_zero_when_nothing_is_left(void** state)
+{
+    (void)state;
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0); /* empty tool */
+    imm("i");
+    dfr(100, "d");
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("i|d@100");
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), -1);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0); /* and again */
+}
+
+static void cb_nested_run(void* data)
+{
+    trace("%s:%d", (const char*)data, futoin_tool_run(g_fx.tool));
+}
+
+static void f_nested_run(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)args;
+    trace("%s:%d", (const char*)data, futoin_tool_run(g_fx.tool));
+}
+
+static void run_reentrant_returns_minus_one(void** state)
+{
+    (void)state;
+    g_fx.root->api->sched_immediate(g_fx.root, "imm", cb_nested_run);
+    g_fx.root->api->sched_deferred(g_fx.root, 10, "timer", cb_nested_run);
+    g_fx.root->api->add(g_fx.root, "step", f_nested_run, NULL);
+    run_root();
+    assert_trace("imm:-1|step:-1|timer:-1");
+}
+
+static void iterate_max_tasks_bounds_work(void** state)
+{
+    (void)state;
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 1), -1); /* nothing pending */
+    imm("i1");
+    imm("i2");
+    imm("i3");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 1), 0);
+    assert_trace("i1");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 1), 0);
+    assert_trace("i1|i2");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 1), -1);
+    assert_trace("i1|i2|i3");
+
+    /* max 2 */
+    imm("j1");
+    imm("j2");
+    imm("j3");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 2), 0);
+    assert_trace("i1|i2|i3|j1|j2");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 2), -1);
+    assert_trace("i1|i2|i3|j1|j2|j3");
+
+    /* 0: only the ones ready at the call */
+    trace_reset();
+    g_fx.root->api->sched_immediate(g_fx.root, "k1", cb_queue_more);
+    imm("k2");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 0);
+    assert_trace("k1|k2");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_trace("k1|k2|late");
+}
+
+static void iterate_returns_delay_to_next_timer(void** state)
+{
+    (void)state;
+    imm("i");
+    dfr(40, "d40");
+    dfr(70, "d70");
+    /* virtual time does not jump while immediates are ready */
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 40);
+    assert_trace("i");
+    assert_int_equal(futoin_tool_now(g_fx.tool), 0);
+    /* nothing else to do: the clock jumps to the next deadline */
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 30);
+    assert_trace("i|d40@40");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_trace("i|d40@40|d70@70");
+}
+
+static void next_delay_reports_without_running(void** state)
+{
+    (void)state;
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), -1);
+    dfr(25, "d");
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 25);
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 25); /* nothing ran */
+    futoin_tool_advance(g_fx.tool, 10);
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 15);
+    FutoInHandle h = imm("i");
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 0);
+    cancel(&h);
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 15);
+    futoin_tool_advance(g_fx.tool, 100);
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 0); /* overdue */
+    assert_trace("");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_trace("d@110");
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), -1);
+}
+
+static void advance_moves_virtual_time(void** state)
+{
+    (void)state;
+    assert_int_equal(futoin_tool_now(g_fx.tool), 0);
+    futoin_tool_advance(g_fx.tool, 100);
+    assert_int_equal(futoin_tool_now(g_fx.tool), 100);
+    dfr(50, "d"); /* deadline 150 */
+    futoin_tool_advance(g_fx.tool, 49);
+    assert_int_equal(futoin_tool_now(g_fx.tool), 149);
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 1);
+    assert_trace("");
+    futoin_tool_advance(g_fx.tool, 1);
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 0);
+    /* an immediate keeps the clock from jumping: the due timer still fires */
+    imm("i");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_trace("d@150|i");
+    assert_int_equal(futoin_tool_now(g_fx.tool), 150);
+}
+
+typedef struct test_clock
+{
+    uint64_t now;
+    int calls;
+} test_clock;
+
+static uint64_t test_clock_now(void* data)
+{
+    test_clock* c = data;
+    ++c->calls;
+    return c->now;
+}
+
+static void custom_clock_drives_timers(void** state)
+{
+    (void)state;
+    test_clock clk = {1000, 0};
+    futoin_tool_set_clock(g_fx.tool, test_clock_now, &clk);
+    assert_int_equal(futoin_tool_now(g_fx.tool), 1000);
+    assert_true(clk.calls > 0);
+
+    dfr(100, "d"); /* deadline 1100 */
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 100);
+    assert_trace("");
+    clk.now = 1060;
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 40);
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 40);
+    clk.now = 1099;
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 1);
+    assert_trace("");
+    clk.now = 1100;
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_trace("d@1100");
+    /* advance() is for virtual time only: the custom clock is not touched */
+    futoin_tool_advance(g_fx.tool, 500);
+    assert_int_equal(futoin_tool_now(g_fx.tool), 1100);
+}
+
+typedef struct hook_rec
+{
+    int arms;
+    int64_t last;
+    int64_t seq[32];
+    atomic_int wakeups;
+} hook_rec;
+
+static void hook_arm(void* data, int64_t delay_ms)
+{
+    hook_rec* r = data;
+    if (r->arms < 32) {
+        r->seq[r->arms] = delay_ms;
+    }
+    ++r->arms;
+    r->last = delay_ms;
+}
+
+static void hook_wakeup(void* data)
+{
+    hook_rec* r = data;
+    atomic_fetch_add(&r->wakeups, 1);
+}
+
+static void hooks_arm_reports_next_wakeup(void** state)
+{
+    (void)state;
+    hook_rec rec;
+    memset(&rec, 0, sizeof(rec));
+    FutoInLoopHooks hooks = {&rec, hook_arm, hook_wakeup};
+    futoin_tool_set_hooks(g_fx.tool, &hooks);
+    assert_int_equal(rec.last, -1); /* nothing pending */
+
+    int before = rec.arms;
+    dfr(30, "d");
+    assert_true(rec.arms > before);
+    assert_int_equal(rec.last, 30); /* only a timer: its delay */
+
+    before = rec.arms;
+    imm("i");
+    assert_true(rec.arms > before);
+    assert_int_equal(rec.last, 0); /* ready work */
+
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 30);
+    assert_trace("i");
+    assert_int_equal(rec.last, 30);
+
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_trace("i|d@30");
+    assert_int_equal(rec.last, -1);
+
+    /* an immediate on an idle tool arms 0 again */
+    before = rec.arms;
+    imm("j");
+    assert_true(rec.arms > before);
+    assert_int_equal(rec.last, 0);
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_int_equal(rec.last, -1);
+    assert_int_equal(atomic_load(&rec.wakeups), 0); /* no cross-thread post */
+    futoin_tool_set_hooks(g_fx.tool, NULL);
+}
+
+/* ---- cross-thread completion ---- */
+
+enum
+{
+    X_SUCCESS,
+    X_ERROR
+};
+
+typedef struct xthread
+{
+    FutoInAsyncTool* tool;
+    FutoInAsyncSteps* bsi;
+    pthread_t th;
+    pthread_t thread_id;
+    int started;
+    int mode;
+    int use_ref;
+    int same_in_thread;
+    int args_moved;
+} xthread;
+
+static xthread g_x;
+static pthread_t g_main_thread;
+static pthread_t g_next_thread;
+static int g_same_in_step;
+
+static void* xthread_main(void* p)
+{
+    xthread* x = p;
+    x->thread_id = pthread_self();
+    x->same_in_thread = x->bsi->api->is_same_thread(x->bsi);
+    if (x->mode == X_SUCCESS) {
+        FutoInArgs a = args0();
+        a.arg0 = val_i32(42);
+        x->bsi->api->success(x->bsi, &a);
+        x->args_moved = a.arg0.type == NULL;
+    } else {
+        x->bsi->api->handle_error(x->bsi, "ThreadError", "from thread");
+    }
+    /* the bsi must not be touched after completing it */
+    if (x->use_ref) {
+        futoin_tool_unref(x->tool);
+    }
+    return NULL;
+}
+
+static void xthread_reset(int mode, int use_ref)
+{
+    memset(&g_x, 0, sizeof(g_x));
+    g_x.tool = g_fx.tool;
+    g_x.mode = mode;
+    g_x.use_ref = use_ref;
+    g_main_thread = pthread_self();
+    g_next_thread = g_main_thread;
+    g_same_in_step = -1;
+}
+
+static void xthread_join(void)
+{
+    if (g_x.started) {
+        assert_int_equal(pthread_join(g_x.th, NULL), 0);
+        g_x.started = 0;
+    }
+}
+
+static void f_spawn(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    trace("spawn");
+    g_same_in_step = bsi->api->is_same_thread(bsi);
+    bsi->api->waitExternal(bsi);
+    g_x.bsi = bsi;
+    if (g_x.use_ref) {
+        futoin_tool_ref(g_x.tool);
+    }
+    if (pthread_create(&g_x.th, NULL, xthread_main, &g_x) == 0) {
+        g_x.started = 1;
+    } else {
+        if (g_x.use_ref) {
+            futoin_tool_unref(g_x.tool);
+        }
+        bsi->api->handle_error(bsi, "SpawnFailed", NULL);
+    }
+}
+
+static void f_next(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)data;
+    g_next_thread = pthread_self();
+    if (args->arg0.type) {
+        trace("next:%d", (int)args->arg0.i32);
+    } else {
+        trace("next");
+    }
+}
+
+static void eh_thread(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)data;
+    g_next_thread = pthread_self();
+    trace("eh:%s:%s", code, error_info(bsi));
+    bsi->api->success(bsi, NULL);
+}
+
+static void cross_thread_success_with_ref(void** state)
+{
+    (void)state;
+    xthread_reset(X_SUCCESS, 1);
+    assert_int_equal(g_fx.root->api->is_same_thread(g_fx.root), 1);
+    g_fx.root->api->add(g_fx.root, NULL, f_spawn, NULL);
+    g_fx.root->api->add(g_fx.root, NULL, f_next, NULL);
+    /* run() only returns after the thread's unref: the next step has run */
+    run_root();
+    xthread_join();
+    assert_trace("spawn|next:42");
+    assert_int_equal(g_same_in_step, 1);
+    assert_int_equal(g_x.same_in_thread, 0);
+    assert_int_equal(g_x.args_moved, 1);
+    assert_false(pthread_equal(g_x.thread_id, g_main_thread));
+    /* the continuation ran on the loop thread, not on the completing one */
+    assert_true(pthread_equal(g_next_thread, g_main_thread));
+    assert_false(pthread_equal(g_next_thread, g_x.thread_id));
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), -1);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0); /* no reference left */
+}
+
+static void cross_thread_handle_error(void** state)
+{
+    (void)state;
+    xthread_reset(X_ERROR, 1);
+    g_fx.root->api->add(g_fx.root, NULL, f_spawn, eh_thread);
+    g_fx.root->api->add(g_fx.root, NULL, f_next, NULL);
+    run_root();
+    xthread_join();
+    assert_trace("spawn|eh:ThreadError:from thread|next");
+    assert_int_equal(g_x.same_in_thread, 0);
+    assert_true(pthread_equal(g_next_thread, g_main_thread));
+}
+
+static void cross_thread_unhandled_error(void** state)
+{
+    (void)state;
+    xthread_reset(X_ERROR, 1);
+    g_fx.root->api->add(g_fx.root, NULL, f_spawn, NULL);
+    g_fx.root->api->add(g_fx.root, NULL, f_next, NULL);
+    run_root();
+    xthread_join();
+    assert_trace("spawn|unhandled:ThreadError:from thread");
+}
+
+static void cross_thread_with_host_loop_hooks(void** state)
+{
+    (void)state;
+    hook_rec rec;
+    memset(&rec, 0, sizeof(rec));
+    FutoInLoopHooks hooks = {&rec, hook_arm, hook_wakeup};
+    futoin_tool_set_hooks(g_fx.tool, &hooks);
+    xthread_reset(X_SUCCESS, 0);
+    g_fx.root->api->add(g_fx.root, NULL, f_spawn, NULL);
+    g_fx.root->api->add(g_fx.root, NULL, f_next, NULL);
+    g_fx.root->api->execute(g_fx.root, NULL, on_unhandled);
+    assert_int_equal(rec.last, 0);
+    /* the step starts the thread and waits: nothing else is pending here */
+    int64_t d = futoin_tool_iterate(g_fx.tool, 0);
+    assert_trace("spawn");
+    xthread_join(); /* the thread has posted its success */
+    if (d == -1) {
+        assert_int_equal(rec.last, -1);
+    }
+    assert_true(atomic_load(&rec.wakeups) >= 1);
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 0);
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), -1);
+    assert_trace("spawn|next:42");
+    assert_true(pthread_equal(g_next_thread, g_main_thread));
+    assert_int_equal(g_x.same_in_thread, 0);
+    assert_int_equal(rec.last, -1);
+    futoin_tool_set_hooks(g_fx.tool, NULL);
+}
+
+/* ---- burst ---- */
+
+static void add_flow(FutoInAsyncSteps* r, const char* const* names, size_t n)
+{
+    for (size_t i = 0; i < n; ++i) {
+        r->api->add(r, (void*)names[i], f_trace, NULL);
+    }
+}
+
+static const char* const g_flow_a[] = {"a1", "a2", "a3", "a4"};
+static const char* const g_flow_b[] = {"b1", "b2", "b3", "b4"};
+
+static void run_two_flows(uint32_t burst, int set_burst)
+{
+    FutoInAsyncSteps* a = g_fx.root;
+    FutoInAsyncSteps* b = futoin_steps_new(g_fx.tool);
+    assert_non_null(b);
+    if (set_burst) {
+        futoin_tool_set_burst(g_fx.tool, burst);
+    }
+    add_flow(a, g_flow_a, 4);
+    add_flow(b, g_flow_b, 4);
+    a->api->execute(a, NULL, on_unhandled);
+    b->api->execute(b, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    b->api->free(b);
+}
+
+static void burst_two_interleaves_in_chunks_of_two(void** state)
+{
+    (void)state;
+    run_two_flows(2, 1);
+    assert_trace("a1|a2|b1|b2|a3|a4|b3|b4");
+}
+
+static void burst_one_alternates(void** state)
+{
+    (void)state;
+    run_two_flows(1, 1);
+    assert_trace("a1|b1|a2|b2|a3|b3|a4|b4");
+}
+
+static void burst_default_runs_flow_through(void** state)
+{
+    (void)state;
+    run_two_flows(0, 0); /* default 100 */
+    assert_trace("a1|a2|a3|a4|b1|b2|b3|b4");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+            T(immediates_run_fifo),
+            T(timers_fire_in_deadline_order),
+            T(timers_equal_deadlines_fire_in_setting_order),
+            T(virtual_time_jumps_to_deadline_without_sleeping),
+            T(cancel_immediate_before_it_runs),
+            T(cancel_deferred_before_it_runs),
+            T(handle_valid_while_scheduled_then_invalid),
+            T(cancel_after_run_is_harmless),
+            T(zeroed_handle_is_invalid),
+            T(handle_of_another_tool_is_invalid),
+            T(null_callback_gives_invalid_handle),
+            T(run_returns_zero_when_nothing_is_left),
+            T(run_reentrant_returns_minus_one),
+            T(iterate_max_tasks_bounds_work),
+            T(iterate_returns_delay_to_next_timer),
+            T(next_delay_reports_without_running),
+            T(advance_moves_virtual_time),
+            T(custom_clock_drives_timers),
+            T(hooks_arm_reports_next_wakeup),
+            T(cross_thread_success_with_ref),
+            T(cross_thread_handle_error),
+            T(cross_thread_unhandled_error),
+            T(cross_thread_with_host_loop_hooks),
+            T(burst_two_interleaves_in_chunks_of_two),
+            T(burst_one_alternates),
+            T(burst_default_runs_flow_through),
+    };
+    return cmocka_run_group_tests_name("tool", tests, NULL, NULL);
+}
