@@ -3,7 +3,7 @@
  * interface, median of several runs, next to the issue's targets and the
  * figures quoted for the public C++ reference implementation.
  *
- *   bench_core [runs]      (default 5)
+ *   bench_core [runs] [workload]      (default 5 runs, every workload)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <futoin/core.h>
@@ -289,6 +289,9 @@ int main(int argc, char** argv)
     printf("%-18s %14s %10s %12s %10s %14s\n", "workload", "ops/s", "ns/op", "target ns", "vs target",
            "vs C++ ri");
     for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); ++i) {
+        if (argc > 2 && strcmp(argv[2], w[i].name) != 0) {
+            continue;
+        }
         double* ns = malloc((size_t)runs * sizeof(double));
         for (int r = 0; r < runs; ++r) {
             double t0 = now_s();

@@ -146,7 +146,7 @@ static void api_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         }
         if (args) {
             m->args = *args;
-            memset(args, 0, sizeof(*args));
+            fargs_zero(args);
         }
         ftool_post(t, m);
         return;

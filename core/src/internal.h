@@ -99,7 +99,7 @@ struct FutoInAsyncTool_
     struct fflow* free_flows;
     uint64_t next_root_id;
     uint32_t burst;
-    uint32_t live_syncs;
+    FutoInArgs in_args; /* what the running step callback received */
     /* clock */
     futoin_clock_fn clock;
     void* clock_data;
@@ -246,11 +246,10 @@ typedef struct fstrand
     struct fstrand* sib_next;   /* branch list of the parallel step */
     struct fstrand* sib_prev;
     ptrdiff_t id;
-    FutoInArgs in_args;
-    FutoInArgs out_args;
-    fbuf code[2]; /* error code, double-buffered; kept across pool reuse */
     uint8_t code_idx;
     uint8_t err_pending;
+    FutoInArgs out_args; /* the last success() values, for the next step */
+    fbuf code[2];        /* error code, double-buffered; kept across pool reuse */
 } fstrand;
 
 typedef struct fstate_var
@@ -323,6 +322,23 @@ static inline void fargs_reset(FutoInArgs* a)
             futoin_reset_binval(&a->args[i]);
         }
     }
+}
+
+/* Zero by fields: a plain memset of 128 bytes becomes `rep stos`. */
+static inline void fval_zero(FutoInBinaryValue* v)
+{
+    v->type = NULL;
+    v->u64 = 0;
+    v->custom_data = NULL;
+    v->length = 0;
+}
+
+static inline void fargs_zero(FutoInArgs* a)
+{
+    fval_zero(&a->arg0);
+    fval_zero(&a->arg1);
+    fval_zero(&a->arg2);
+    fval_zero(&a->arg3);
 }
 
 static inline int fargs_empty(const FutoInArgs* a)

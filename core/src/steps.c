@@ -26,9 +26,28 @@ static fstep* step_get(fflow* fl)
     if (FTN_UNLIKELY(!s)) {
         return NULL;
     }
-    memset((char*)s + sizeof(FutoInAsyncSteps), 0, sizeof(*s) - sizeof(FutoInAsyncSteps));
+    /* field by field: a memset of this size becomes `rep stos`, slow to start */
     *(const FutoInAsyncStepsAPI**)&s->iface.api = &ftn_steps_api;
+    s->next = NULL;
+    s->parent = NULL;
     s->flow = fl;
+    s->strand = NULL;
+    s->q_head = NULL;
+    s->q_tail = NULL;
+    s->data = NULL;
+    s->fn.exec = NULL;
+    s->eh = NULL;
+    s->on_cancel = NULL;
+    s->cancel_data = NULL;
+    s->timer = NULL;
+    s->timer_gen = 0;
+    s->allocs = NULL;
+    s->kind = 0;
+    s->state = 0;
+    s->flags = 0;
+    s->u.loop.count = 0;
+    s->u.loop.i = 0;
+    s->u.loop.label = NULL;
     return s;
 }
 
@@ -75,7 +94,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     st->par = NULL;
     st->sib_next = st->sib_prev = NULL;
     st->id = (ptrdiff_t)fl->tool->next_root_id++;
-    /* in_args/out_args are empty whenever a strand is idle or pooled */
+    /* out_args is empty whenever a strand is idle or pooled */
     st->err_pending = 0;
     base->strand = st;
 }
@@ -182,7 +201,6 @@ static void branch_release(fstrand* b)
         b->sib_next->sib_prev = b->sib_prev;
     }
     ftool_task_remove(t, &b->task);
-    fargs_reset(&b->in_args);
     fargs_reset(&b->out_args);
     fstep* base = b->base;
     base->state = FS_CANCEL;
@@ -399,15 +417,17 @@ static void step_exec(fstrand* st, fstep* c)
     case FK_LOOP_BODY:
     case FK_REPEAT_BODY:
     case FK_SYNC_LOCK: {
+        /* one receive buffer per tool: only one step callback runs at a time */
+        FutoInArgs* in = &st->flow->tool->in_args;
         int has_args = !fargs_empty(&st->out_args);
         if (has_args) {
-            st->in_args = st->out_args;
-            memset(&st->out_args, 0, sizeof(st->out_args));
+            *in = st->out_args;
+            fargs_zero(&st->out_args);
         }
         c->state = FS_EXEC;
         switch (c->kind) {
         case FK_STEP:
-            c->fn.exec(&c->iface, c->data, &st->in_args);
+            c->fn.exec(&c->iface, c->data, in);
             break;
         case FK_LOOP_BODY:
             c->fn.loop(&c->iface, c->data);
@@ -422,7 +442,7 @@ static void step_exec(fstrand* st, fstep* c)
         }
         }
         if (has_args) {
-            fargs_reset(&st->in_args);
+            fargs_reset(in);
         }
         post_exec(st, c);
         break;
@@ -442,7 +462,7 @@ static void step_exec(fstrand* st, fstep* c)
             FutoInArgs* saved = fstep_stack(c, sizeof(FutoInArgs), saved_args_cleanup);
             if (saved) {
                 *saved = st->out_args;
-                memset(&st->out_args, 0, sizeof(st->out_args));
+                fargs_zero(&st->out_args);
                 c->u.sync.saved = saved;
             } else {
                 fargs_reset(&st->out_args);
@@ -539,7 +559,7 @@ static int children_done(fstrand* st, fstep* f)
             fargs_reset(&st->out_args);
             if (f->u.sync.saved) {
                 st->out_args = *f->u.sync.saved;
-                memset(f->u.sync.saved, 0, sizeof(FutoInArgs));
+                fargs_zero(f->u.sync.saved);
             }
             return R_CONT;
         }
@@ -816,7 +836,7 @@ void feng_success(fstep* s, FutoInArgs* args)
         fstrand* st = s->strand;
         fargs_reset(&st->out_args);
         st->out_args = *args;
-        memset(args, 0, sizeof(*args));
+        fargs_zero(args);
     }
 }
 
