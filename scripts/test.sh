@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Run all tests: warnings-as-errors build + ctest (unit tests, conformance),
+# install/quickstart check, valgrind, then everything again under ASan+UBSan.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== build (warnings are errors)"
+cmake -S . -B build/ci -G Ninja -DFUTOIN_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/ci -j "$jobs"
+echo "== unit tests and conformance"
+ctest --test-dir build/ci --output-on-failure -j "$jobs"
+
+echo "== install, pkg-config and find_package"
+./scripts/install_check.sh build/ci
+
+echo "== valgrind (leaks and memory errors)"
+for t in build/ci/tests/test_*; do
+  valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
+    --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 "$t" >/dev/null 2>build/ci/valgrind.log \
+    || { cat build/ci/valgrind.log; echo "valgrind failed: $t"; exit 1; }
+  echo "valgrind clean: $(basename "$t")"
+done
+
+echo "== ASan + UBSan"
+cmake -S . -B build/asan -G Ninja -DFUTOIN_WERROR=ON -DFUTOIN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+  -DFUTOIN_BUILD_BENCH=OFF >/dev/null
+cmake --build build/asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+echo "== all tests passed"
