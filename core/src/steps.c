@@ -652,7 +652,8 @@ static void strand_run(void* data)
 {
     fstrand* st = data;
     fflow* fl = st->flow;
-    uint32_t budget = fl->tool->burst;
+    FutoInAsyncTool* t = fl->tool;
+    uint32_t budget = t->burst;
     ++fl->depth;
     for (;;) {
         if (FTN_UNLIKELY(fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ))) {
@@ -683,6 +684,29 @@ static void strand_run(void* data)
                     c->next = NULL;
                     c->strand = st;
                     st->top = c;
+                    if (FTN_LIKELY(c->kind == FK_STEP)) {
+                        /* the common case, kept lean: a plain step */
+                        FutoInArgs* in = &t->in_args;
+                        int has_args = !fargs_empty(&st->out_args);
+                        if (has_args) {
+                            *in = st->out_args;
+                            fargs_zero(&st->out_args);
+                        }
+                        c->state = FS_EXEC;
+                        c->fn.exec(&c->iface, c->data, in);
+                        if (has_args) {
+                            fargs_reset(in);
+                        }
+                        if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs
+                                       && !c->on_cancel && !c->timer)) {
+                            st->top = f;
+                            c->state = FS_FREE;
+                            fpool_put(&t->step_pool, c);
+                        } else {
+                            post_exec(st, c);
+                        }
+                        continue;
+                    }
                     step_exec(st, c);
                     continue;
                 }
