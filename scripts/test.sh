@@ -22,6 +22,10 @@ for t in build/ci/tests/test_*; do
     || { cat build/ci/valgrind.log; echo "valgrind failed: $t"; exit 1; }
   echo "valgrind clean: $(basename "$t")"
 done
+valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 \
+  build/ci/conformance/conformance_c conformance/scenarios >/dev/null 2>build/ci/valgrind.log \
+  || { cat build/ci/valgrind.log; echo "valgrind failed: conformance_c"; exit 1; }
+echo "valgrind clean: conformance_c"
 
 echo "== ASan + UBSan"
 cmake -S . -B build/asan -G Ninja -DFUTOIN_WERROR=ON -DFUTOIN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \

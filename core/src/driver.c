@@ -55,20 +55,33 @@ static void driver_wait(FutoInAsyncTool* t, int64_t delay_ms)
     pthread_mutex_unlock(&t->lock);
 }
 
+int futoin_tool_wait(FutoInAsyncTool* t, int64_t max_ms)
+{
+    if (!t) {
+        return -1;
+    }
+    int64_t d = futoin_tool_next_delay(t);
+    if (d == 0 || (d > 0 && t->virtual_time)) {
+        return 0;
+    }
+    if (d < 0 && atomic_load(&t->refs) == 0
+        && !atomic_load_explicit(&t->has_posts, memory_order_acquire)) {
+        return -1;
+    }
+    if (max_ms >= 0 && (d < 0 || d > max_ms)) {
+        d = max_ms > 0 ? max_ms : 1;
+    }
+    driver_wait(t, d);
+    return 0;
+}
+
 int futoin_tool_run(FutoInAsyncTool* t)
 {
     if (!t || t->running) {
         return -1;
     }
-    for (;;) {
-        int64_t d = futoin_tool_iterate(t, 0);
-        if (d == 0 || (d > 0 && t->virtual_time)) {
-            continue;
-        }
-        if (d < 0 && atomic_load(&t->refs) == 0
-            && !atomic_load_explicit(&t->has_posts, memory_order_acquire)) {
-            return 0;
-        }
-        driver_wait(t, d);
-    }
+    do {
+        futoin_tool_iterate(t, 0);
+    } while (futoin_tool_wait(t, -1) == 0);
+    return 0;
 }

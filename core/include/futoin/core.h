@@ -71,6 +71,13 @@ FUTOIN_API void futoin_tool_free(FutoInAsyncTool* tool);
  * 0, or -1 when called from inside the tool's own callbacks. */
 FUTOIN_API int futoin_tool_run(FutoInAsyncTool* tool);
 
+/* The blocking half of run(), for drivers that must release a lock (such as
+ * Python's GIL) while waiting: sleeps until the next timer, a post from
+ * another thread, an unref, or max_ms (-1: no limit). Returns 0 when there
+ * may be work (call iterate), -1 when nothing can ever come (no immediate,
+ * timer, reference or post). Never runs callbacks. */
+FUTOIN_API int futoin_tool_wait(FutoInAsyncTool* tool, int64_t max_ms);
+
 /* Keep futoin_tool_run() alive while completions from other threads are
  * expected (any thread). Every ref needs one unref. */
 FUTOIN_API void futoin_tool_ref(FutoInAsyncTool* tool);

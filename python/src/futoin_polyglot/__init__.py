@@ -1,0 +1,418 @@
+"""FutoIn FTN12 AsyncSteps with the engine in C.
+
+Flows run on the running asyncio loop (no extra thread), or with a blocking
+``run()`` without asyncio. C and Python steps mix in one flow through the
+FTN12 universal binary interface (``binary()`` / ``wrap()`` / ``CStep``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import sys
+import threading
+import weakref
+
+from . import errors
+from ._futoin import ABI_VERSION, CORE_VERSION, AsyncStepsBase, CStep, Tool
+from ._futoin import _setup, is_native
+from ._futoin import limiter_new as _limiter_new
+from ._futoin import mutex_new as _mutex_new
+from ._futoin import release_step_handle as _release_step_handle
+from ._futoin import step_handle as _step_handle
+from ._futoin import throttle_new as _throttle_new
+from ._futoin import wrap as _wrap
+from .errors import FutoInError
+
+__all__ = [
+    "AsyncSteps", "AsyncTool", "CStep", "FutoInError", "ISync", "Limiter", "Mutex", "State",
+    "StepHandle", "Throttle", "Tool", "errors", "get_tool", "is_native", "run", "wrap",
+    "ABI_VERSION", "CORE_VERSION",
+]
+
+_SPECIAL_STATE = ("error_info", "last_exception", "async_stack")
+_running: "set[AsyncSteps]" = set()  # roots whose flows are executing
+
+
+class State(dict):
+    """Per-root state: a dict that also allows attribute access.
+
+    ``error_info`` (str), ``last_exception`` and ``async_stack`` are kept by
+    the engine and refreshed whenever ``as_.state`` is read.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+    def __delattr__(self, name):
+        try:
+            del self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+# ---- tools and host loops ----
+
+_tls = threading.local()
+_drivers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AsyncioDriver]" = weakref.WeakKeyDictionary()
+
+
+class _AsyncioDriver:
+    """Drives a Tool from an asyncio loop: one call_soon per batch of ready
+    steps, call_later for the next timer, an eventfd reader for wake-ups
+    from other threads. Never one loop callback per step."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.tool = Tool()
+        self._soon = None
+        self._timer = None
+        self._fd = self.tool.set_hooks(self._arm)
+        loop.add_reader(self._fd, self._on_wakeup)
+
+    def _arm(self, delay: int) -> None:
+        if delay == 0:
+            if self._soon is None:
+                self._soon = self.loop.call_soon(self._drive)
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if delay > 0:
+            self._timer = self.loop.call_later(delay / 1000.0, self._drive)
+
+    def _drive(self) -> None:
+        self._soon = None
+        self._arm(self.tool.iterate(0))
+
+    def _on_wakeup(self) -> None:
+        self.tool.drain_wakeups()
+        self._drive()
+
+    def close(self) -> None:
+        try:
+            self.loop.remove_reader(self._fd)
+        except Exception:  # the loop may be closed already
+            pass
+        self.tool.set_hooks(None)
+
+
+def _driver_for(loop: asyncio.AbstractEventLoop) -> _AsyncioDriver:
+    driver = _drivers.get(loop)
+    if driver is None:
+        driver = _drivers[loop] = _AsyncioDriver(loop)
+    return driver
+
+
+def get_tool() -> Tool:
+    """The tool for new flows: the running asyncio loop's, else this
+    thread's blocking tool."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is not None:
+        return _driver_for(loop).tool
+    tool = getattr(_tls, "tool", None)
+    if tool is None:
+        tool = _tls.tool = Tool()
+    return tool
+
+
+AsyncTool = Tool
+
+
+def run(tool: "Tool | None" = None) -> None:
+    """Blocking run of a tool (default: this thread's) until no step, timer
+    or reference is left. Releases the GIL while waiting; Ctrl-C raises
+    KeyboardInterrupt."""
+    (tool or get_tool()).run()
+
+
+# ---- AsyncSteps ----
+
+def _check_callable(func, what="step function"):
+    if not callable(func):
+        raise TypeError(f"{what} must be callable, not {type(func).__name__}")
+
+
+class AsyncSteps(AsyncStepsBase):
+    """An FTN12 AsyncSteps object.
+
+    ``AsyncSteps()`` makes a root on the current tool (see ``get_tool``);
+    step callbacks receive views of the same class over their own step.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, tool: "Tool | None" = None):
+        return super().__new__(cls, tool if tool is not None else get_tool())
+
+    # -- execution: a running root stays alive until its flow ends --
+
+    def execute(self, unhandled_error=None) -> None:
+        """Schedule the root (spec 2.2.3). ``unhandled_error(as_, code)`` gets
+        an error no handler took; without it the error is reported on stderr.
+        The root is kept alive until the flow ends."""
+        if unhandled_error is not None:
+            _check_callable(unhandled_error, "unhandled_error")
+        if self in _running:
+            AsyncStepsBase.execute(self, unhandled_error)  # engine reports InternalError
+            return
+        _running.add(self)
+
+        def finished(as_, *args):
+            _running.discard(self)
+
+        def unhandled(as_, code):
+            _running.discard(self)
+            if unhandled_error is not None:
+                unhandled_error(as_, code)
+            else:
+                sys.stderr.write(f"futoin_polyglot: unhandled error {code}: {as_.state['error_info']}\n")
+
+        self._add_hidden(finished)
+        AsyncStepsBase.execute(self, unhandled)
+
+    def cancel(self) -> None:
+        """Cancel the root's flow (spec 2.2.3); safe from any thread."""
+        AsyncStepsBase.cancel(self)
+        if self.is_same_thread():
+            _running.discard(self)
+
+    # -- Python-level parts of the API --
+
+    def success_step(self, *args) -> "AsyncSteps":
+        """Shortcut for ``add(lambda as_: as_.success(*args))`` (spec 1.12)."""
+        return self.add(lambda as_: as_.success(*args))
+
+    def for_each(self, items, func, label=None) -> "AsyncSteps":
+        """``func(as_, key, value)`` for each item of a list (index keys) or
+        mapping (spec: forEach; loopForEach)."""
+        _check_callable(func, "forEach body")
+        if isinstance(items, collections.abc.Mapping):
+            keys = list(items.keys())
+            values = [items[k] for k in keys]
+        else:
+            values = list(items)
+            keys = list(range(len(values)))
+        return self.repeat(len(keys), lambda as_, i: func(as_, keys[i], values[i]), label)
+
+    loop_for_each = for_each
+    make_loop = AsyncStepsBase.loop
+    repeat_loop = AsyncStepsBase.repeat
+
+    def await_(self, awaitable, onerror=None) -> "AsyncSteps":
+        """Wait for a coroutine or future as a step (spec 1.13). Its result
+        is the step's result; a rejection becomes ``PromiseReject`` (or the
+        FutoInError it carries); cancelling the flow cancels it."""
+        if not (asyncio.isfuture(awaitable) or asyncio.iscoroutine(awaitable)
+                or hasattr(awaitable, "__await__")):
+            raise TypeError(f"await_() needs an awaitable, not {type(awaitable).__name__}")
+
+        def step(as_):
+            fut = asyncio.ensure_future(awaitable)
+            cancelled = []
+
+            def done(f):
+                if cancelled:
+                    return
+                if f.cancelled():
+                    as_._fail(errors.PromiseReject, "cancelled", asyncio.CancelledError())
+                    return
+                exc = f.exception()
+                if exc is None:
+                    result = f.result()
+                    if result is None:
+                        as_.success()
+                    else:
+                        as_.success(result)
+                elif isinstance(exc, FutoInError):
+                    as_._fail(exc.code, exc.info, exc)
+                else:
+                    as_._fail(errors.PromiseReject, str(exc), exc)
+
+            def cancel(_as):
+                cancelled.append(True)
+                fut.cancel()
+
+            as_.set_cancel(cancel)
+            fut.add_done_callback(done)
+
+        return self.add(step, onerror)
+
+    def copy_from(self, other: "AsyncSteps") -> "AsyncSteps":
+        """Copy the steps recorded on root ``other`` and its state entries not
+        present here (spec 1.5)."""
+        model = getattr(other, "_model", None)
+        if model is None:
+            raise TypeError("copy_from() needs a root AsyncSteps (a model)")
+        _replay(self, model)
+        mine = self.state
+        for k, v in other.state.items():
+            if k not in mine and k not in _SPECIAL_STATE:
+                mine[k] = v
+        return self
+
+    # -- asyncio --
+
+    def promise(self) -> "asyncio.Future":
+        """Execute on the running asyncio loop; the future gets the last
+        step's result (None, one value, or a tuple) or a FutoInError."""
+        loop = asyncio.get_running_loop()
+        if self._tool is not _driver_for(loop).tool:
+            raise RuntimeError("this flow belongs to another tool than the running loop's")
+        fut = loop.create_future()
+
+        def capture(as_, *args):
+            if not fut.done():
+                fut.set_result(None if not args else args[0] if len(args) == 1 else args)
+
+        def unhandled(as_, code):
+            if not fut.done():
+                st = as_.state
+                fut.set_exception(FutoInError(code, st["error_info"], st["last_exception"]))
+
+        self._add_hidden(capture)
+        self.execute(unhandled)
+        return fut
+
+    def __await__(self):
+        return self.promise().__await__()
+
+    # -- without asyncio --
+
+    def run(self):
+        """Execute and run this flow's tool until idle (blocking). Returns
+        the result like promise() or raises FutoInError."""
+        box = {}
+
+        def capture(as_, *args):
+            box["result"] = None if not args else args[0] if len(args) == 1 else args
+
+        def unhandled(as_, code):
+            st = as_.state
+            box["error"] = FutoInError(code, st["error_info"], st["last_exception"])
+
+        self._add_hidden(capture)
+        self.execute(unhandled)
+        self._tool.run()
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+    def __repr__(self):
+        return f"<AsyncSteps at 0x{self.binary():x}>" if self._tool is not None else "<AsyncSteps>"
+
+
+def _replay(target, model):
+    for rec in model:
+        kind = rec[0]
+        if kind == "add":
+            target.add(rec[1], rec[2])
+        elif kind == "loop":
+            target.loop(rec[1], rec[2])
+        elif kind == "repeat":
+            target.repeat(rec[1], rec[2], rec[3])
+        elif kind == "sync":
+            target.sync(rec[1], rec[2], rec[3])
+        elif kind == "parallel":
+            p = target.parallel(rec[1])
+            _replay(p, rec[2])
+
+
+_setup(FutoInError, State, AsyncSteps)
+
+
+def wrap(pointer, tool=None) -> AsyncSteps:
+    """Adopt a ``FutoInAsyncSteps*`` (int address or capsule) from any FTN12
+    provider. The view is valid while that step or root is."""
+    return _wrap(pointer, tool)
+
+
+class StepHandle:
+    """A Python step for C code that calls ``api->add`` itself:
+    ``execute_callback`` and ``data`` are addresses to pass along. Keep the
+    handle alive until the step ran; ``close()`` releases it."""
+
+    def __init__(self, func, tool=None):
+        _check_callable(func)
+        self.execute_callback, self.data, self._owner = _step_handle(func, tool)
+
+    def close(self):
+        if self._owner is not None:
+            _release_step_handle(self._owner)
+            self._owner = None
+
+    def __del__(self):
+        self.close()
+
+
+# ---- synchronization ----
+
+def _check_count(name, value, allow_none=False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < 0 or value > 0xFFFFFFFF:
+        raise ValueError(f"{name} must be between 0 and 4294967295")
+
+
+class ISync:
+    """Base of sync objects (spec 2.2.1 sync / 1.11). Subclasses implement
+    ``lock(as_)``: return = acquired; ``as_.wait_external()`` and a later
+    ``as_.success()`` = acquired after waiting; ``as_.error()`` = rejected.
+    ``unlock(as_)`` runs once the protected step ends, however it ends.
+    Works in any flow, also flows driven from C."""
+
+    def lock(self, as_):
+        raise NotImplementedError
+
+    def unlock(self, as_):
+        pass
+
+    def sync(self, as_, func, onerror=None):
+        return as_.sync(self, func, onerror)
+
+
+class Mutex(ISync):
+    """At most ``max`` flows inside; re-entrant per flow; ``max_queue``
+    waiting flows (None: unlimited), beyond that DefenseRejected."""
+
+    def __init__(self, max: int = 1, max_queue=None, tool=None):
+        _check_count("max", max)
+        _check_count("max_queue", max_queue, True)
+        self._tool = tool if tool is not None else get_tool()
+        self._sync = _mutex_new(self._tool, max, max_queue)
+
+
+class Throttle(ISync):
+    """At most ``max`` entries per ``period_ms``."""
+
+    def __init__(self, max: int, period_ms: int = 1000, max_queue=None, tool=None):
+        _check_count("max", max)
+        _check_count("period_ms", period_ms)
+        _check_count("max_queue", max_queue, True)
+        self._tool = tool if tool is not None else get_tool()
+        self._sync = _throttle_new(self._tool, max, period_ms, max_queue)
+
+
+class Limiter(ISync):
+    """Concurrency and rate limits in one (spec 2.5)."""
+
+    def __init__(self, concurrent: int = 1, max_queue: int = 0, rate: int = 1, period_ms: int = 1000,
+                 burst: int = 0, tool=None):
+        for name, v in (("concurrent", concurrent), ("max_queue", max_queue), ("rate", rate),
+                        ("period_ms", period_ms), ("burst", burst)):
+            _check_count(name, v)
+        self._tool = tool if tool is not None else get_tool()
+        self._sync = _limiter_new(self._tool, concurrent, max_queue, rate, period_ms, burst)

@@ -1,0 +1,1815 @@
+/*
+ * futoin_polyglot._futoin: Python views over FTN12 FutoInAsyncSteps* pointers.
+ *
+ * Everything a step does goes through the binary vtable, so the same code
+ * serves flows of our core and of any other provider (wrap()). Only tools,
+ * roots and sync objects come from our core's entry points.
+ *
+ * Rules kept here: every trampoline holds the GIL while touching Python,
+ * catches every exception and turns it into handle_error() (keeping the
+ * exception as last_exception), and never leaves a pending PyErr behind.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <futoin/core.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* ---- module state (one interpreter) ---- */
+
+static PyObject* g_FutoInError; /* futoin_polyglot.errors.FutoInError */
+static PyObject* g_State;       /* futoin_polyglot.State (dict subclass) */
+static PyTypeObject* g_ViewType; /* futoin_polyglot.AsyncSteps (a subclass) */
+static PyTypeObject StepsType;
+static PyTypeObject ToolType;
+
+/* ---- values: Python objects <-> FutoInBinaryValue ---- */
+
+static void py_value_cleanup(FutoInBinaryValue* v)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF((PyObject*)v->custom_data);
+    PyGILState_Release(g);
+}
+
+/* Our own type descriptors: receivers recognise them and get the object
+ * back without a copy; other languages read the plain C fields. */
+static const FutoInType k_py_object = {FTN_TYPE_CUSTOM_OBJECT, py_value_cleanup};
+static const FutoInType k_py_str = {FTN_TYPE_STRING, py_value_cleanup};
+static const FutoInType k_py_bytes = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, py_value_cleanup};
+static const FutoInType k_py_pack = {FTN_TYPE_CUSTOM_OBJECT, py_value_cleanup}; /* >4 args */
+static const FutoInType k_bool = {FTN_TYPE_BOOL, NULL};
+static const FutoInType k_i64 = {FTN_TYPE_INT64, NULL};
+static const FutoInType k_f64 = {FTN_TYPE_DOUBLE, NULL};
+
+static void set_custom(FutoInBinaryValue* v, const FutoInType* t, PyObject* o)
+{
+    Py_INCREF(o);
+    v->type = t;
+    v->p = o;
+    v->custom_data = o;
+    v->length = 0;
+}
+
+static int py_to_value(PyObject* o, FutoInBinaryValue* v)
+{
+    memset(v, 0, sizeof(*v));
+    if (PyBool_Check(o)) {
+        v->type = &k_bool;
+        v->b = o == Py_True;
+        return 0;
+    }
+    if (PyLong_CheckExact(o)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (!overflow && !(x == -1 && PyErr_Occurred())) {
+            v->type = &k_i64;
+            v->i64 = x;
+            return 0;
+        }
+        PyErr_Clear();
+        set_custom(v, &k_py_object, o);
+        return 0;
+    }
+    if (PyFloat_CheckExact(o)) {
+        v->type = &k_f64;
+        v->d = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    if (PyUnicode_CheckExact(o)) {
+        Py_ssize_t n;
+        const char* s = PyUnicode_AsUTF8AndSize(o, &n); /* cached in the object */
+        if (!s || n > UINT32_MAX) {
+            PyErr_Clear();
+            set_custom(v, &k_py_object, o);
+            return 0;
+        }
+        set_custom(v, &k_py_str, o);
+        v->cstr = s;
+        v->length = (uint32_t)n;
+        return 0;
+    }
+    if (PyBytes_CheckExact(o) && PyBytes_GET_SIZE(o) <= UINT32_MAX) {
+        set_custom(v, &k_py_bytes, o);
+        v->p = PyBytes_AS_STRING(o);
+        v->length = (uint32_t)PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    set_custom(v, &k_py_object, o);
+    return 0;
+}
+
+/* Returns a new reference; foreign custom objects become a capsule. */
+static PyObject* value_to_py(const FutoInBinaryValue* v)
+{
+    const FutoInType* t = v->type;
+    if (!t) {
+        Py_RETURN_NONE;
+    }
+    if (t == &k_py_object || t == &k_py_str || t == &k_py_bytes || t == &k_py_pack) {
+        PyObject* o = v->custom_data;
+        Py_INCREF(o);
+        return o;
+    }
+    uint8_t base = t->flags & FTN_BASE_TYPE_MASK;
+    if (t->flags & FTN_TYPE_ARRAY) {
+        if (base == FTN_TYPE_UINT8 || base == FTN_TYPE_INT8) {
+            return PyBytes_FromStringAndSize(v->p, v->length);
+        }
+        PyObject* list = PyList_New(v->length);
+        if (!list) {
+            return NULL;
+        }
+        for (uint32_t i = 0; i < v->length; ++i) {
+            FutoInBinaryValue item;
+            memset(&item, 0, sizeof(item));
+            static const FutoInType scalar[16] = {
+                    {0, NULL}, {1, NULL}, {2, NULL}, {3, NULL}, {4, NULL}, {5, NULL},
+                    {6, NULL}, {7, NULL}, {8, NULL}, {9, NULL}, {10, NULL}, {11, NULL},
+                    {12, NULL}, {13, NULL}, {14, NULL}, {15, NULL}};
+            item.type = &scalar[base];
+            switch (base) {
+            case FTN_TYPE_BOOL: item.b = ((const bool*)v->p)[i]; break;
+            case FTN_TYPE_INT16: item.i16 = ((const int16_t*)v->p)[i]; break;
+            case FTN_TYPE_UINT16: item.u16 = ((const uint16_t*)v->p)[i]; break;
+            case FTN_TYPE_INT32: item.i32 = ((const int32_t*)v->p)[i]; break;
+            case FTN_TYPE_UINT32: item.u32 = ((const uint32_t*)v->p)[i]; break;
+            case FTN_TYPE_INT64: item.i64 = ((const int64_t*)v->p)[i]; break;
+            case FTN_TYPE_UINT64: item.u64 = ((const uint64_t*)v->p)[i]; break;
+            case FTN_TYPE_FLOAT: item.f = ((const float*)v->p)[i]; break;
+            case FTN_TYPE_DOUBLE: item.d = ((const double*)v->p)[i]; break;
+            default: item.type = NULL; break;
+            }
+            PyObject* o = value_to_py(&item);
+            if (!o) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, i, o);
+        }
+        return list;
+    }
+    switch (base) {
+    case FTN_TYPE_BOOL: return PyBool_FromLong(v->b);
+    case FTN_TYPE_INT8: return PyLong_FromLong(v->i8);
+    case FTN_TYPE_INT16: return PyLong_FromLong(v->i16);
+    case FTN_TYPE_INT32: return PyLong_FromLong(v->i32);
+    case FTN_TYPE_INT64: return PyLong_FromLongLong(v->i64);
+    case FTN_TYPE_UINT8: return PyLong_FromUnsignedLong(v->u8);
+    case FTN_TYPE_UINT16: return PyLong_FromUnsignedLong(v->u16);
+    case FTN_TYPE_UINT32: return PyLong_FromUnsignedLong(v->u32);
+    case FTN_TYPE_UINT64: return PyLong_FromUnsignedLongLong(v->u64);
+    case FTN_TYPE_FLOAT: return PyFloat_FromDouble(v->f);
+    case FTN_TYPE_DOUBLE: return PyFloat_FromDouble(v->d);
+    case FTN_TYPE_STRING: return PyUnicode_DecodeUTF8(v->cstr ? v->cstr : "", v->length, "replace");
+    case FTN_TYPE_STRING16: {
+        int order = 0;
+        return PyUnicode_DecodeUTF16((const char*)v->cstr16, (Py_ssize_t)v->length * 2, "replace", &order);
+    }
+    case FTN_TYPE_STRING32:
+        return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, v->cstr32, v->length);
+    default:
+        return PyCapsule_New((void*)v, "futoin.foreign_value", NULL);
+    }
+}
+
+/* success(*args): up to 4 values travel as they are; more are packed into
+ * one tuple that Python receivers unpack. */
+static int args_from_tuple(PyObject* const* items, Py_ssize_t n, FutoInArgs* out)
+{
+    memset(out, 0, sizeof(*out));
+    if (n > 4) {
+        PyObject* pack = PyTuple_New(n);
+        if (!pack) {
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            Py_INCREF(items[i]);
+            PyTuple_SET_ITEM(pack, i, items[i]);
+        }
+        set_custom(&out->arg0, &k_py_pack, pack);
+        Py_DECREF(pack);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        py_to_value(items[i], &out->args[i]);
+    }
+    return 0;
+}
+
+/* ---- views ---- */
+
+typedef struct StepsObject
+{
+    PyObject_HEAD
+    FutoInAsyncSteps* bsi;
+    PyObject* tool;   /* ToolObject for our roots, or None */
+    int owns;         /* a root created here: free it with the object */
+    int in_cb;        /* inside this step's execute/error callback */
+    PyObject* model;  /* roots: recorded root-level adds (copy_from) */
+    PyObject* weakrefs;
+} StepsObject;
+
+typedef struct ToolObject
+{
+    PyObject_HEAD
+    FutoInAsyncTool* tool;
+    PyObject* arm;    /* host-loop arm callable (asyncio driver) or NULL */
+    int wake_fd;
+    int virtual_time;
+} ToolObject;
+
+static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
+{
+    PyTypeObject* type = g_ViewType ? g_ViewType : &StepsType;
+    StepsObject* v = (StepsObject*)type->tp_alloc(type, 0);
+    if (!v) {
+        return NULL;
+    }
+    v->bsi = bsi;
+    v->tool = tool ? tool : Py_None;
+    Py_INCREF(v->tool);
+    v->owns = 0;
+    v->in_cb = 0;
+    v->model = NULL;
+    v->weakrefs = NULL;
+    return v;
+}
+
+/* A step's Python callables, kept in its owner's stack() memory and released
+ * when that owner ends (with the GIL). */
+typedef struct pyfrag
+{
+    PyObject* func;
+    PyObject* onerror;
+    PyObject* tool;
+    int nargs;   /* how many received values func takes (-1: all) */
+    int nreq;    /* how many it requires (missing ones are None) */
+} pyfrag;
+
+static void pyfrag_release(void* p)
+{
+    pyfrag* f = p;
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF(f->func);
+    Py_XDECREF(f->onerror);
+    Py_XDECREF(f->tool);
+    PyGILState_Release(g);
+}
+
+/* Count positional parameters after the AsyncSteps one, JS-style leniency:
+ * extra values are dropped, missing required ones are None. */
+static void arity_of(PyObject* func, int skip, int* nargs, int* nreq)
+{
+    *nargs = -1;
+    *nreq = 0;
+    if (!func) {
+        return;
+    }
+    PyObject* f = func;
+    int bound = 0;
+    if (PyMethod_Check(f)) {
+        f = PyMethod_GET_FUNCTION(f);
+        bound = 1;
+    }
+    if (!PyFunction_Check(f)) {
+        return;
+    }
+    PyCodeObject* code = (PyCodeObject*)PyFunction_GET_CODE(f);
+    if (code->co_flags & CO_VARARGS) {
+        return;
+    }
+    PyObject* defaults = PyFunction_GET_DEFAULTS(f);
+    int ndef = defaults ? (int)PyTuple_GET_SIZE(defaults) : 0;
+    int total = code->co_argcount - bound - skip;
+    *nargs = total < 0 ? 0 : total;
+    int req = code->co_argcount - ndef - bound - skip;
+    *nreq = req < 0 ? 0 : req;
+}
+
+static pyfrag* pyfrag_new(FutoInAsyncSteps* owner, PyObject* func, PyObject* onerror, PyObject* tool)
+{
+    pyfrag* f = owner->api->stack(owner, sizeof(pyfrag), pyfrag_release);
+    if (!f) {
+        PyErr_SetString(PyExc_RuntimeError, "this AsyncSteps object is not active");
+        return NULL;
+    }
+    Py_XINCREF(func);
+    Py_XINCREF(onerror);
+    Py_XINCREF(tool);
+    f->func = func;
+    f->onerror = onerror;
+    f->tool = tool;
+    arity_of(func, 1, &f->nargs, &f->nreq);
+    return f;
+}
+
+/* ---- exceptions into the flow ---- */
+
+static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc)
+{
+    FutoInBinaryValue* slot = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    if (slot) {
+        futoin_reset_binval(slot);
+        set_custom(slot, &k_py_object, exc);
+    }
+}
+
+/* Turn the pending Python exception into handle_error() on `bsi`. */
+static void raise_into_flow(FutoInAsyncSteps* bsi)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb && value) {
+        PyException_SetTraceback(value, tb);
+    }
+    PyObject* code_o = NULL;
+    PyObject* info_o = NULL;
+    if (value && PyObject_IsInstance(value, g_FutoInError) == 1) {
+        code_o = PyObject_GetAttrString(value, "code");
+        info_o = PyObject_GetAttrString(value, "info");
+    } else if (type) {
+        code_o = PyObject_GetAttrString(type, "__name__");
+        info_o = value ? PyObject_Str(value) : NULL;
+    }
+    PyErr_Clear();
+    const char* code = code_o && PyUnicode_Check(code_o) ? PyUnicode_AsUTF8(code_o) : NULL;
+    const char* info = info_o && PyUnicode_Check(info_o) ? PyUnicode_AsUTF8(info_o) : NULL;
+    PyErr_Clear();
+    if (value) {
+        set_last_exception(bsi, value);
+    }
+    bsi->api->handle_error(bsi, code ? code : "InternalError", info);
+    Py_XDECREF(code_o);
+    Py_XDECREF(info_o);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
+
+/* ---- trampolines ---- */
+
+static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const FutoInArgs* args,
+                      PyObject* extra)
+{
+    StepsObject* v = view_new(bsi, f->tool);
+    if (!v) {
+        raise_into_flow(bsi);
+        return;
+    }
+    PyObject* stack[16];
+    PyObject** argv = stack;
+    Py_ssize_t n = 0;
+    argv[n++] = (PyObject*)v;
+    PyObject* pack = NULL;
+    if (extra) {
+        argv[n++] = extra;
+    }
+    if (args) {
+        if (args->arg0.type == &k_py_pack) {
+            pack = args->arg0.custom_data;
+            Py_ssize_t np = PyTuple_GET_SIZE(pack);
+            if (np + 2 > (Py_ssize_t)(sizeof(stack) / sizeof(stack[0]))) {
+                argv = PyMem_Malloc((size_t)(np + 2) * sizeof(PyObject*));
+                argv[0] = (PyObject*)v;
+            }
+            for (Py_ssize_t i = 0; i < np; ++i) {
+                argv[n] = PyTuple_GET_ITEM(pack, i);
+                Py_INCREF(argv[n]);
+                ++n;
+            }
+        } else {
+            for (int i = 0; i < 4; ++i) {
+                if (args->args[i].type) {
+                    PyObject* o = value_to_py(&args->args[i]);
+                    if (!o) {
+                        PyErr_Clear();
+                        o = Py_None;
+                        Py_INCREF(o);
+                    }
+                    argv[n++] = o;
+                }
+            }
+        }
+    }
+    Py_ssize_t first = extra ? 2 : 1;
+    Py_ssize_t got = n;
+    if (f->nargs >= 0 && func == f->func) {
+        Py_ssize_t want = first + f->nargs;
+        Py_ssize_t req = first + f->nreq;
+        if (n > want) {
+            n = want;
+        }
+        while (n < req && n < (Py_ssize_t)(sizeof(stack) / sizeof(stack[0])) && argv == stack) {
+            argv[n++] = Py_None;
+            Py_INCREF(Py_None);
+            ++got;
+        }
+    }
+    v->in_cb = 1;
+    PyObject* r = PyObject_Vectorcall(func, argv, (size_t)n, NULL);
+    v->in_cb = 0;
+    for (Py_ssize_t i = first; i < got; ++i) {
+        Py_DECREF(argv[i]);
+    }
+    if (argv != stack) {
+        PyMem_Free(argv);
+    }
+    if (!r) {
+        raise_into_flow(bsi);
+    } else {
+        Py_DECREF(r);
+    }
+    Py_DECREF(v);
+}
+
+static void tr_exec(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    pyfrag* f = data;
+    call_step(bsi, f, f->func, args, NULL);
+    PyGILState_Release(g);
+}
+
+static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    pyfrag* f = data;
+    PyObject* c = PyUnicode_FromString(code ? code : "");
+    if (c) {
+        StepsObject* v = view_new(bsi, f->tool);
+        if (v) {
+            PyObject* argv[2] = {(PyObject*)v, c};
+            v->in_cb = 1;
+            PyObject* r = PyObject_Vectorcall(f->onerror, argv, 2, NULL);
+            v->in_cb = 0;
+            if (!r) {
+                raise_into_flow(bsi);
+            }
+            Py_XDECREF(r);
+            Py_DECREF(v);
+        }
+        Py_DECREF(c);
+    }
+    if (PyErr_Occurred()) {
+        raise_into_flow(bsi);
+    }
+    PyGILState_Release(g);
+}
+
+static void tr_loop(FutoInAsyncSteps* bsi, void* data)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    pyfrag* f = data;
+    call_step(bsi, f, f->func, NULL, NULL);
+    PyGILState_Release(g);
+}
+
+static void tr_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    pyfrag* f = data;
+    PyObject* idx = PyLong_FromSize_t(i);
+    if (idx) {
+        call_step(bsi, f, f->func, NULL, idx);
+        Py_DECREF(idx);
+    } else {
+        raise_into_flow(bsi);
+    }
+    PyGILState_Release(g);
+}
+
+static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    pyfrag* f = data;
+    StepsObject* v = view_new(bsi, f->tool);
+    if (v) {
+        PyObject* argv[1] = {(PyObject*)v};
+        PyObject* r = PyObject_Vectorcall(f->func, argv, 1, NULL);
+        if (!r) {
+            /* a cancel handler cannot fail the flow: report and go on */
+            PyErr_WriteUnraisable(f->func);
+        }
+        Py_XDECREF(r);
+        Py_DECREF(v);
+    }
+    PyErr_Clear();
+    PyGILState_Release(g);
+}
+
+/* ---- C steps ---- */
+
+typedef struct CStepObject
+{
+    PyObject_HEAD
+    void* fn;
+    void* data;
+    PyObject* keep; /* keeps the library or ctypes object alive */
+} CStepObject;
+
+static PyTypeObject CStepType;
+
+/* ---- AsyncSteps methods ---- */
+
+static int check_usable(StepsObject* self)
+{
+    if (!self->bsi) {
+        PyErr_SetString(PyExc_RuntimeError, "AsyncSteps object was freed");
+        return -1;
+    }
+    return 0;
+}
+
+static int callable_or_none(PyObject* o, const char* what)
+{
+    if (o && o != Py_None && !PyCallable_Check(o) && !PyObject_TypeCheck(o, &CStepType)) {
+        PyErr_Format(PyExc_TypeError, "%s must be callable, not %.100s", what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+static void record_model(StepsObject* self, const char* kind, PyObject* const* args, Py_ssize_t n)
+{
+    if (!self->model) {
+        return;
+    }
+    PyObject* t = PyTuple_New(n + 1);
+    if (!t) {
+        PyErr_Clear();
+        return;
+    }
+    PyTuple_SET_ITEM(t, 0, PyUnicode_FromString(kind));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* a = args[i] ? args[i] : Py_None;
+        Py_INCREF(a);
+        PyTuple_SET_ITEM(t, i + 1, a);
+    }
+    PyList_Append(self->model, t);
+    Py_DECREF(t);
+}
+
+/* add a step with (func, onerror), Python callables or CStep objects */
+static int add_step(StepsObject* self, FutoInAsyncSteps* target, PyObject* func, PyObject* onerror)
+{
+    if (PyObject_TypeCheck(func, &CStepType)) {
+        CStepObject* c = (CStepObject*)func;
+        if (onerror && onerror != Py_None) {
+            /* a Python handler for a C step: the C function gets the data */
+            PyErr_SetString(PyExc_TypeError, "give a C step its C error handler as CStep(..., onerror=...)");
+            return -1;
+        }
+        PyObject* eh = PyObject_GetAttrString(func, "onerror");
+        void* ehfn = NULL;
+        if (eh && PyObject_TypeCheck(eh, &CStepType)) {
+            ehfn = ((CStepObject*)eh)->fn;
+        }
+        PyErr_Clear();
+        Py_XDECREF(eh);
+        FutoInAsyncSteps_execute_callback f;
+        FutoInAsyncSteps_error_callback e;
+        memcpy(&f, &c->fn, sizeof(f));
+        memcpy(&e, &ehfn, sizeof(e));
+        target->api->add(target, c->data, f, e);
+        return 0;
+    }
+    pyfrag* f = pyfrag_new(target, func, onerror == Py_None ? NULL : onerror, self->tool);
+    if (!f) {
+        return -1;
+    }
+    target->api->add(target, f, tr_exec, f->onerror ? tr_error : NULL);
+    return 0;
+}
+
+static PyObject* Steps_add(StepsObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    PyObject* func = n > 0 ? args[0] : NULL;
+    PyObject* onerror = n > 1 ? args[1] : Py_None;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (n > 2 || n + nkw > 2) {
+        PyErr_SetString(PyExc_TypeError, "add() takes func and an optional onerror");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nkw; ++i) {
+        const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
+        if (name && !strcmp(name, "func") && !func) {
+            func = args[n + i];
+        } else if (name && !strcmp(name, "onerror") && n < 2) {
+            onerror = args[n + i];
+        } else {
+            PyErr_Format(PyExc_TypeError, "add() got an unexpected keyword argument '%s'", name ? name : "?");
+            return NULL;
+        }
+    }
+    if (!func) {
+        PyErr_SetString(PyExc_TypeError, "add() missing the step function");
+        return NULL;
+    }
+    if (check_usable(self) || callable_or_none(func, "step function") || callable_or_none(onerror, "onerror")) {
+        return NULL;
+    }
+    if (func == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "step function must be callable, not None");
+        return NULL;
+    }
+    if (add_step(self, self->bsi, func, onerror) != 0) {
+        return NULL;
+    }
+    PyObject* rec[2] = {func, onerror};
+    record_model(self, "add", rec, 2);
+    Py_INCREF(self);
+    return (PyObject*)self;
+}
+
+/* add without recording it in the model (internal steps of the wrapper) */
+static PyObject* Steps_add_hidden(StepsObject* self, PyObject* func)
+{
+    if (check_usable(self) || callable_or_none(func, "step function")) {
+        return NULL;
+    }
+    if (add_step(self, self->bsi, func, Py_None) != 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"onerror", NULL};
+    PyObject* onerror = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:parallel", kwlist, &onerror)
+        || check_usable(self) || callable_or_none(onerror, "onerror")) {
+        return NULL;
+    }
+    pyfrag* f = NULL;
+    if (onerror != Py_None) {
+        f = pyfrag_new(self->bsi, NULL, onerror, self->tool);
+        if (!f) {
+            return NULL;
+        }
+    }
+    FutoInAsyncSteps* p = self->bsi->api->parallel(self->bsi, f, f ? tr_error : NULL);
+    StepsObject* pv = view_new(p, self->tool);
+    if (pv && self->model) {
+        /* branches added to it are recorded in the root's model too */
+        pv->model = PyList_New(0);
+        PyObject* rec[2] = {onerror, pv->model};
+        record_model(self, "parallel", rec, 2);
+    }
+    return (PyObject*)pv;
+}
+
+static PyObject* Steps_success(StepsObject* self, PyObject* const* args, Py_ssize_t n)
+{
+    if (check_usable(self)) {
+        return NULL;
+    }
+    FutoInArgs a;
+    if (args_from_tuple(args, n, &a) != 0) {
+        return NULL;
+    }
+    FutoInAsyncSteps* bsi = self->bsi;
+    if (!PyGILState_Check() || !bsi->api->is_same_thread(bsi)) {
+        /* from another thread: posts without blocking; no GIL needed */
+        Py_BEGIN_ALLOW_THREADS bsi->api->success(bsi, &a);
+        Py_END_ALLOW_THREADS
+    } else {
+        bsi->api->success(bsi, &a);
+    }
+    Py_RETURN_NONE;
+}
+
+/* error(code, info=None): inside the callback it raises and the trampoline
+ * reports it; from outside it reports now and raises to the caller. */
+static PyObject* make_error(PyObject* code, PyObject* info)
+{
+    return PyObject_CallFunctionObjArgs(g_FutoInError, code, info ? info : Py_None, NULL);
+}
+
+static PyObject* Steps_error(StepsObject* self, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"code", "info", NULL};
+    PyObject* code;
+    PyObject* info = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|O:error", kwlist, &code, &info) || check_usable(self)) {
+        return NULL;
+    }
+    if (info != Py_None && !PyUnicode_Check(info)) {
+        PyErr_SetString(PyExc_TypeError, "error info must be a str or None");
+        return NULL;
+    }
+    PyObject* exc = make_error(code, info == Py_None ? NULL : info);
+    if (!exc) {
+        return NULL;
+    }
+    if (!self->in_cb) {
+        set_last_exception(self->bsi, exc);
+        self->bsi->api->handle_error(self->bsi, PyUnicode_AsUTF8(code),
+                                     info == Py_None ? NULL : PyUnicode_AsUTF8(info));
+    }
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static PyObject* Steps_fail(StepsObject* self, PyObject* args)
+{
+    const char* code;
+    PyObject* info = Py_None;
+    PyObject* exc = Py_None;
+    if (!PyArg_ParseTuple(args, "s|OO:_fail", &code, &info, &exc) || check_usable(self)) {
+        return NULL;
+    }
+    if (exc != Py_None) {
+        set_last_exception(self->bsi, exc);
+    }
+    self->bsi->api->handle_error(self->bsi, code, info == Py_None ? NULL : PyUnicode_AsUTF8(info));
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject* loop_control(StepsObject* self, PyObject* args, const char* code)
+{
+    PyObject* label = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &label) || check_usable(self)) {
+        return NULL;
+    }
+    if (label != Py_None && !PyUnicode_Check(label)) {
+        PyErr_SetString(PyExc_TypeError, "loop label must be a str or None");
+        return NULL;
+    }
+    PyObject* c = PyUnicode_FromString(code);
+    PyObject* info = label == Py_None ? PyUnicode_FromString("") : (Py_INCREF(label), label);
+    PyObject* exc = c && info ? make_error(c, info) : NULL;
+    Py_XDECREF(c);
+    Py_XDECREF(info);
+    if (!exc) {
+        return NULL;
+    }
+    if (!self->in_cb) {
+        self->bsi->api->handle_error(self->bsi, code, label == Py_None ? "" : PyUnicode_AsUTF8(label));
+    }
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static PyObject* Steps_break_loop(StepsObject* self, PyObject* args)
+{
+    return loop_control(self, args, "LoopBreak");
+}
+
+static PyObject* Steps_continue_loop(StepsObject* self, PyObject* args)
+{
+    return loop_control(self, args, "LoopCont");
+}
+
+static PyObject* Steps_set_timeout(StepsObject* self, PyObject* arg)
+{
+    unsigned long ms = PyLong_AsUnsignedLong(arg);
+    if ((ms == (unsigned long)-1 && PyErr_Occurred()) || check_usable(self)) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_SetString(PyExc_ValueError, "timeout must be a non-negative int of milliseconds");
+        }
+        return NULL;
+    }
+    if (ms > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "timeout too large");
+        return NULL;
+    }
+    self->bsi->api->setTimeout(self->bsi, (uint32_t)ms);
+    Py_RETURN_NONE;
+}
+
+static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
+{
+    if (check_usable(self)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "cancel handler must be callable");
+        return NULL;
+    }
+    pyfrag* f = pyfrag_new(self->bsi, func, NULL, self->tool);
+    if (!f) {
+        return NULL;
+    }
+    self->bsi->api->setCancel(self->bsi, f, tr_cancel);
+    Py_RETURN_NONE;
+}
+
+static PyObject* Steps_wait_external(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    self->bsi->api->waitExternal(self->bsi);
+    Py_RETURN_NONE;
+}
+
+static int parse_label(PyObject* label, const char** out)
+{
+    *out = NULL;
+    if (label && label != Py_None) {
+        if (!PyUnicode_Check(label)) {
+            PyErr_SetString(PyExc_TypeError, "loop label must be a str or None");
+            return -1;
+        }
+        *out = PyUnicode_AsUTF8(label);
+    }
+    return 0;
+}
+
+static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"func", "label", NULL};
+    PyObject* func;
+    PyObject* label = Py_None;
+    const char* l;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:loop", kwlist, &func, &label) || check_usable(self)
+        || parse_label(label, &l)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "loop body must be callable");
+        return NULL;
+    }
+    pyfrag* f = pyfrag_new(self->bsi, func, NULL, self->tool);
+    if (!f) {
+        return NULL;
+    }
+    f->nargs = -1;
+    self->bsi->api->loop(self->bsi, f, tr_loop, l);
+    PyObject* rec[2] = {func, label};
+    record_model(self, "loop", rec, 2);
+    Py_INCREF(self);
+    return (PyObject*)self;
+}
+
+static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"count", "func", "label", NULL};
+    Py_ssize_t count;
+    PyObject* func;
+    PyObject* label = Py_None;
+    const char* l;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "nO|O:repeat", kwlist, &count, &func, &label)
+        || check_usable(self) || parse_label(label, &l)) {
+        return NULL;
+    }
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "repeat count must be >= 0");
+        return NULL;
+    }
+    if (!PyCallable_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "repeat body must be callable");
+        return NULL;
+    }
+    pyfrag* f = pyfrag_new(self->bsi, func, NULL, self->tool);
+    if (!f) {
+        return NULL;
+    }
+    f->nargs = -1;
+    self->bsi->api->repeat(self->bsi, f, (size_t)count, tr_repeat, l);
+    PyObject* c = PyLong_FromSsize_t(count);
+    PyObject* rec[3] = {c, func, label};
+    record_model(self, "repeat", rec, 3);
+    Py_XDECREF(c);
+    Py_INCREF(self);
+    return (PyObject*)self;
+}
+
+/* sync(obj, func, onerror=None): our Mutex/Throttle/Limiter or any ISync */
+typedef struct pysync
+{
+    FutoInSync base;
+    PyObject* obj;
+} pysync;
+
+static void pysync_call(FutoInAsyncSteps* bsi, FutoInSync* sync, const char* method)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    pysync* s = (pysync*)sync;
+    PyObject* tool = PyObject_GetAttrString(s->obj, "_tool");
+    if (!tool) {
+        PyErr_Clear();
+        tool = Py_None;
+        Py_INCREF(tool);
+    }
+    StepsObject* v = view_new(bsi, tool);
+    Py_DECREF(tool);
+    if (v) {
+        v->in_cb = 1;
+        PyObject* r = PyObject_CallMethod(s->obj, method, "O", v);
+        v->in_cb = 0;
+        if (!r) {
+            if (method[0] == 'l') {
+                raise_into_flow(bsi);
+            } else {
+                PyErr_WriteUnraisable(s->obj);
+            }
+        }
+        Py_XDECREF(r);
+        Py_DECREF(v);
+    }
+    PyErr_Clear();
+    PyGILState_Release(g);
+}
+
+static void pysync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    pysync_call(bsi, sync, "lock");
+}
+
+static void pysync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    pysync_call(bsi, sync, "unlock");
+}
+
+static const FutoInSyncAPI k_pysync_api = {{{pysync_lock, pysync_unlock}}};
+
+static void pysync_capsule_free(PyObject* cap)
+{
+    pysync* s = PyCapsule_GetPointer(cap, "futoin.sync");
+    PyMem_Free(s);
+}
+
+/* The FutoInSync* of a sync object: our primitives carry `_sync` (capsule
+ * made by the core); an ISync gets an adapter once, held by the object. */
+static FutoInSync* sync_of(PyObject* obj)
+{
+    PyObject* cap = PyObject_GetAttrString(obj, "_sync");
+    if (!cap) {
+        PyErr_Clear();
+        if (!PyObject_HasAttrString(obj, "lock") || !PyObject_HasAttrString(obj, "unlock")) {
+            PyErr_Format(PyExc_TypeError, "sync object must be an ISync (lock/unlock), not %.100s",
+                         Py_TYPE(obj)->tp_name);
+            return NULL;
+        }
+        pysync* s = PyMem_Calloc(1, sizeof(pysync));
+        if (!s) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        *(const FutoInSyncAPI**)&s->base.api = &k_pysync_api;
+        s->obj = obj; /* borrowed: the capsule lives in obj */
+        cap = PyCapsule_New(s, "futoin.sync", pysync_capsule_free);
+        if (!cap || PyObject_SetAttrString(obj, "_sync", cap) != 0) {
+            Py_XDECREF(cap);
+            return NULL;
+        }
+    }
+    FutoInSync* s = PyCapsule_GetPointer(cap, PyCapsule_GetName(cap));
+    Py_DECREF(cap);
+    return s;
+}
+
+static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"obj", "func", "onerror", NULL};
+    PyObject *obj, *func, *onerror = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:sync", kwlist, &obj, &func, &onerror) || check_usable(self)
+        || callable_or_none(onerror, "onerror")) {
+        return NULL;
+    }
+    if (!PyCallable_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "step function must be callable");
+        return NULL;
+    }
+    FutoInSync* s = sync_of(obj);
+    if (!s) {
+        return NULL;
+    }
+    pyfrag* f = pyfrag_new(self->bsi, func, onerror == Py_None ? NULL : onerror, self->tool);
+    if (!f) {
+        return NULL;
+    }
+    /* the step also keeps the sync object alive */
+    pyfrag* keep = pyfrag_new(self->bsi, obj, NULL, NULL);
+    if (!keep) {
+        return NULL;
+    }
+    self->bsi->api->addSync(self->bsi, s, f, tr_exec, f->onerror ? tr_error : NULL);
+    PyObject* rec[3] = {obj, func, onerror};
+    record_model(self, "sync", rec, 3);
+    Py_INCREF(self);
+    return (PyObject*)self;
+}
+
+static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw);
+static PyObject* Steps_cancel(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    self->bsi->api->cancel(self->bsi);
+    Py_RETURN_NONE;
+}
+
+/* the root's unhandled-error callback: a Python callable in a pyfrag */
+static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    pyfrag* f = data;
+    if (f && f->onerror) {
+        StepsObject* v = view_new(bsi, f->tool);
+        PyObject* c = PyUnicode_FromString(code);
+        if (v && c) {
+            PyObject* argv[2] = {(PyObject*)v, c};
+            PyObject* r = PyObject_Vectorcall(f->onerror, argv, 2, NULL);
+            if (!r) {
+                PyErr_WriteUnraisable(f->onerror);
+            }
+            Py_XDECREF(r);
+        }
+        Py_XDECREF(v);
+        Py_XDECREF(c);
+    } else {
+        const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+        PySys_WriteStderr("futoin_polyglot: unhandled error %s: %s\n", code, info ? info : "");
+    }
+    PyErr_Clear();
+    PyGILState_Release(g);
+}
+
+static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"unhandled_error", NULL};
+    PyObject* eh = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:execute", kwlist, &eh) || check_usable(self)
+        || callable_or_none(eh, "unhandled_error")) {
+        return NULL;
+    }
+    pyfrag* f = NULL;
+    if (eh != Py_None) {
+        f = pyfrag_new(self->bsi, NULL, eh, self->tool);
+        if (!f) {
+            return NULL;
+        }
+    }
+    self->bsi->api->execute(self->bsi, f, tr_unhandled);
+    Py_RETURN_NONE;
+}
+
+static PyObject* Steps_new_instance(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    FutoInAsyncSteps* root = self->bsi->api->newInstance(self->bsi);
+    if (!root) {
+        PyErr_SetString(PyExc_RuntimeError, "newInstance() failed");
+        return NULL;
+    }
+    StepsObject* v = view_new(root, self->tool);
+    if (v) {
+        v->owns = 1;
+        v->model = PyList_New(0);
+    }
+    return (PyObject*)v;
+}
+
+static void* state_dict_alloc(void* data)
+{
+    (void)data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject* d = PyObject_CallNoArgs(g_State);
+    if (!d) {
+        PyErr_Clear();
+    }
+    PyGILState_Release(g);
+    return d;
+}
+
+static void state_dict_cleanup(void* data, void* value)
+{
+    (void)data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject* d = value;
+    if (d) {
+        PyDict_Clear(d); /* break cycles through flows kept in state */
+    }
+    Py_XDECREF(d);
+    PyGILState_Release(g);
+}
+
+/* state: a per-root State mapping; error_info and last_exception are
+ * refreshed from the binary state on each access. */
+static PyObject* Steps_get_state(StepsObject* self, void* closure)
+{
+    (void)closure;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    FutoInAsyncSteps* bsi = self->bsi;
+    PyObject* d = bsi->api->stateVariable(bsi, NULL, "futoin.python.state", state_dict_alloc, state_dict_cleanup);
+    if (!d) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "state is not available");
+        }
+        return NULL;
+    }
+    const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+    PyObject* s = PyUnicode_FromString(info ? info : "");
+    if (!s || PyDict_SetItemString(d, "error_info", s) != 0) {
+        Py_XDECREF(s);
+        return NULL;
+    }
+    Py_DECREF(s);
+    FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    PyObject* exc = le && le->type ? value_to_py(le) : (Py_INCREF(Py_None), Py_None);
+    if (!exc || PyDict_SetItemString(d, "last_exception", exc) != 0) {
+        Py_XDECREF(exc);
+        return NULL;
+    }
+    Py_DECREF(exc);
+    if (!PyDict_GetItemString(d, "async_stack")) {
+        PyObject* l = PyList_New(0);
+        if (l) {
+            PyDict_SetItemString(d, "async_stack", l);
+            Py_DECREF(l);
+        }
+    }
+    Py_INCREF(d);
+    return d;
+}
+
+static PyObject* Steps_binary(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    return PyLong_FromVoidPtr(self->bsi);
+}
+
+static PyObject* Steps_root_id(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    return PyLong_FromSsize_t(self->bsi->api->rootId(self->bsi));
+}
+
+static PyObject* Steps_is_same_thread(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    return PyBool_FromLong(self->bsi->api->is_same_thread(self->bsi));
+}
+
+static PyObject* Steps_free(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (self->bsi && self->owns) {
+        self->bsi->api->free(self->bsi);
+    }
+    self->bsi = NULL;
+    Py_RETURN_NONE;
+}
+
+static int Steps_bool(StepsObject* self)
+{
+    return self->bsi && self->bsi->api->isValid(self->bsi);
+}
+
+static PyObject* Steps_get_model(StepsObject* self, void* closure)
+{
+    (void)closure;
+    PyObject* m = self->model ? self->model : Py_None;
+    Py_INCREF(m);
+    return m;
+}
+
+static PyObject* Steps_get_tool(StepsObject* self, void* closure)
+{
+    (void)closure;
+    Py_INCREF(self->tool);
+    return self->tool;
+}
+
+static PyObject* Steps_get_in_callback(StepsObject* self, void* closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->in_cb);
+}
+
+static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
+{
+    Py_VISIT(self->tool);
+    Py_VISIT(self->model);
+    return 0;
+}
+
+static int Steps_clear(StepsObject* self)
+{
+    Py_CLEAR(self->model);
+    return 0;
+}
+
+static void Steps_dealloc(StepsObject* self)
+{
+    PyObject_GC_UnTrack(self);
+    if (self->weakrefs) {
+        PyObject_ClearWeakRefs((PyObject*)self);
+    }
+    if (self->bsi && self->owns) {
+        self->bsi->api->free(self->bsi);
+    }
+    Py_CLEAR(self->model);
+    Py_CLEAR(self->tool);
+    PyObject_GC_Del(self);
+}
+
+static PyObject* Steps_new(PyTypeObject* type, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"tool", NULL};
+    PyObject* tool;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!:_Root", kwlist, &ToolType, &tool)) {
+        return NULL;
+    }
+    FutoInAsyncSteps* root = futoin_steps_new(((ToolObject*)tool)->tool);
+    if (!root) {
+        return PyErr_NoMemory();
+    }
+    StepsObject* v = (StepsObject*)type->tp_alloc(type, 0);
+    if (!v) {
+        root->api->free(root);
+        return NULL;
+    }
+    v->bsi = root;
+    v->tool = tool;
+    Py_INCREF(tool);
+    v->owns = 1;
+    v->model = PyList_New(0);
+    return (PyObject*)v;
+}
+
+static PyMethodDef Steps_methods[] = {
+        {"add", (PyCFunction)(void (*)(void))Steps_add, METH_FASTCALL | METH_KEYWORDS,
+         "add(func, onerror=None): add a step; returns self"},
+        {"parallel", (PyCFunction)(void (*)(void))Steps_parallel, METH_VARARGS | METH_KEYWORDS,
+         "parallel(onerror=None): add a parallel step; add its branches to the returned object"},
+        {"success", (PyCFunction)(void (*)(void))Steps_success, METH_FASTCALL,
+         "success(*args): complete the step (from any thread)"},
+        {"error", (PyCFunction)(void (*)(void))Steps_error, METH_VARARGS | METH_KEYWORDS,
+         "error(code, info=None): fail the step; always raises FutoInError"},
+        {"break_loop", (PyCFunction)Steps_break_loop, METH_VARARGS, "break_loop(label=None)"},
+        {"continue_loop", (PyCFunction)Steps_continue_loop, METH_VARARGS, "continue_loop(label=None)"},
+        {"set_timeout", (PyCFunction)Steps_set_timeout, METH_O, "set_timeout(ms)"},
+        {"set_cancel", (PyCFunction)Steps_set_cancel, METH_O, "set_cancel(func(as_))"},
+        {"wait_external", (PyCFunction)Steps_wait_external, METH_NOARGS, "wait_external()"},
+        {"loop", (PyCFunction)(void (*)(void))Steps_loop, METH_VARARGS | METH_KEYWORDS, "loop(func, label=None)"},
+        {"repeat", (PyCFunction)(void (*)(void))Steps_repeat, METH_VARARGS | METH_KEYWORDS,
+         "repeat(count, func(as_, i), label=None)"},
+        {"sync", (PyCFunction)(void (*)(void))Steps_sync, METH_VARARGS | METH_KEYWORDS,
+         "sync(obj, func, onerror=None): add a step inside obj's critical section"},
+        {"execute", (PyCFunction)(void (*)(void))Steps_execute, METH_VARARGS | METH_KEYWORDS,
+         "execute(unhandled_error=None): schedule the root"},
+        {"cancel", (PyCFunction)Steps_cancel, METH_NOARGS, "cancel(): cancel the root (from any thread)"},
+        {"new_instance", (PyCFunction)Steps_new_instance, METH_NOARGS, "a new root on the same tool"},
+        {"binary", (PyCFunction)Steps_binary, METH_NOARGS, "address of the FutoInAsyncSteps*"},
+        {"root_id", (PyCFunction)Steps_root_id, METH_NOARGS, "rootId() of the binary interface"},
+        {"is_same_thread", (PyCFunction)Steps_is_same_thread, METH_NOARGS, "True on the loop thread"},
+        {"_free", (PyCFunction)Steps_free, METH_NOARGS, "release a root now"},
+        {"_add_hidden", (PyCFunction)Steps_add_hidden, METH_O, "add a step that copy_from does not copy"},
+        {"_fail", (PyCFunction)Steps_fail, METH_VARARGS, "_fail(code, info=None, exc=None): fail from outside"},
+        {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Steps_getset[] = {
+        {"state", (getter)Steps_get_state, NULL, "per-root state mapping", NULL},
+        {"_model", (getter)Steps_get_model, NULL, NULL, NULL},
+        {"_tool", (getter)Steps_get_tool, NULL, NULL, NULL},
+        {"_in_callback", (getter)Steps_get_in_callback, NULL, NULL, NULL},
+        {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyNumberMethods Steps_as_number = {.nb_bool = (inquiry)Steps_bool};
+
+static PyTypeObject StepsType = {
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "futoin_polyglot._futoin.AsyncStepsBase",
+        .tp_basicsize = sizeof(StepsObject),
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+        .tp_new = Steps_new,
+        .tp_dealloc = (destructor)Steps_dealloc,
+        .tp_traverse = (traverseproc)Steps_traverse,
+        .tp_clear = (inquiry)Steps_clear,
+        .tp_methods = Steps_methods,
+        .tp_getset = Steps_getset,
+        .tp_as_number = &Steps_as_number,
+        .tp_weaklistoffset = offsetof(StepsObject, weakrefs),
+        .tp_doc = "A view over an FTN12 FutoInAsyncSteps*",
+};
+
+/* ---- CStep ---- */
+
+static int CStep_init(CStepObject* self, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"address", "data", "keep", "onerror", NULL};
+    PyObject* addr;
+    PyObject* data = Py_None;
+    PyObject* keep = Py_None;
+    PyObject* onerror = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:CStep", kwlist, &addr, &data, &keep, &onerror)) {
+        return -1;
+    }
+    self->fn = PyLong_AsVoidPtr(addr);
+    if (!self->fn) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "CStep needs a non-NULL function address");
+        }
+        return -1;
+    }
+    self->data = data == Py_None ? NULL : PyLong_AsVoidPtr(data);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    Py_INCREF(keep);
+    Py_XSETREF(self->keep, keep);
+    if (onerror != Py_None && PyObject_SetAttrString((PyObject*)self, "onerror", onerror) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static void CStep_dealloc(CStepObject* self)
+{
+    Py_XDECREF(self->keep);
+    PyObject** dictptr = _PyObject_GetDictPtr((PyObject*)self);
+    if (dictptr) {
+        Py_CLEAR(*dictptr);
+    }
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* CStep_call(CStepObject* self, PyObject* args, PyObject* kw)
+{
+    (void)args;
+    (void)kw;
+    PyErr_Format(PyExc_TypeError, "a CStep is added with as_.add(), not called (function at %p)", self->fn);
+    return NULL;
+}
+
+typedef struct
+{
+    PyObject_HEAD
+    void* fn;
+    void* data;
+    PyObject* keep;
+    PyObject* dict;
+} CStepLayout;
+
+static PyTypeObject CStepType = {
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "futoin_polyglot._futoin.CStep",
+        .tp_basicsize = sizeof(CStepLayout),
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+        .tp_new = PyType_GenericNew,
+        .tp_init = (initproc)CStep_init,
+        .tp_dealloc = (destructor)CStep_dealloc,
+        .tp_call = (ternaryfunc)CStep_call,
+        .tp_dictoffset = offsetof(CStepLayout, dict),
+        .tp_doc = "CStep(address, data=None, keep=None, onerror=None): a C function with the FTN12 "
+                  "execute-callback signature, added to flows without a Python trampoline",
+};
+
+/* ---- Tool ---- */
+
+static void tool_arm(void* data, int64_t delay_ms)
+{
+    ToolObject* t = data;
+    if (!t->arm) {
+        return;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject* saved_type, *saved_value, *saved_tb;
+    PyErr_Fetch(&saved_type, &saved_value, &saved_tb);
+    PyObject* d = PyLong_FromLongLong(delay_ms);
+    PyObject* r = d ? PyObject_CallOneArg(t->arm, d) : NULL;
+    if (!r) {
+        PyErr_WriteUnraisable(t->arm);
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(d);
+    PyErr_Restore(saved_type, saved_value, saved_tb);
+    PyGILState_Release(g);
+}
+
+static void tool_wakeup(void* data)
+{
+    ToolObject* t = data;
+    uint64_t one = 1;
+    if (t->wake_fd >= 0) {
+        ssize_t rc = write(t->wake_fd, &one, sizeof(one)); /* thread-safe, no GIL */
+        (void)rc;
+    }
+}
+
+static PyObject* Tool_new(PyTypeObject* type, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"virtual_time", "burst", NULL};
+    int virt = 0;
+    unsigned int burst = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pI:Tool", kwlist, &virt, &burst)) {
+        return NULL;
+    }
+    ToolObject* self = (ToolObject*)type->tp_alloc(type, 0);
+    if (!self) {
+        return NULL;
+    }
+    self->tool = futoin_tool_new();
+    self->wake_fd = -1;
+    if (!self->tool) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    if (virt) {
+        futoin_tool_use_virtual_time(self->tool);
+        self->virtual_time = 1;
+    }
+    if (burst) {
+        futoin_tool_set_burst(self->tool, burst);
+    }
+    return (PyObject*)self;
+}
+
+static void Tool_dealloc(ToolObject* self)
+{
+    if (self->tool) {
+        futoin_tool_set_hooks(self->tool, NULL);
+        futoin_tool_free(self->tool);
+    }
+    if (self->wake_fd >= 0) {
+        close(self->wake_fd);
+    }
+    Py_XDECREF(self->arm);
+    Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+/* blocking run without asyncio: the GIL is released while waiting; Ctrl-C
+ * raises KeyboardInterrupt here, with the flows left as they were */
+static PyObject* Tool_run(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    for (;;) {
+        futoin_tool_iterate(self->tool, 0);
+        if (PyErr_CheckSignals() != 0) {
+            return NULL;
+        }
+        int rc;
+        Py_BEGIN_ALLOW_THREADS rc = futoin_tool_wait(self->tool, 100);
+        Py_END_ALLOW_THREADS
+        if (rc != 0) {
+            break;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject* Tool_iterate(ToolObject* self, PyObject* args)
+{
+    unsigned int max = 0;
+    if (!PyArg_ParseTuple(args, "|I", &max)) {
+        return NULL;
+    }
+    return PyLong_FromLongLong(futoin_tool_iterate(self->tool, max));
+}
+
+static PyObject* Tool_next_delay(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    return PyLong_FromLongLong(futoin_tool_next_delay(self->tool));
+}
+
+static PyObject* Tool_now(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(futoin_tool_now(self->tool));
+}
+
+static PyObject* Tool_advance(ToolObject* self, PyObject* arg)
+{
+    unsigned long long ms = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!self->virtual_time) {
+        PyErr_SetString(PyExc_RuntimeError, "advance() needs a tool in virtual time");
+        return NULL;
+    }
+    futoin_tool_advance(self->tool, ms);
+    Py_RETURN_NONE;
+}
+
+static PyObject* Tool_ref(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    futoin_tool_ref(self->tool);
+    Py_RETURN_NONE;
+}
+
+static PyObject* Tool_unref(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    futoin_tool_unref(self->tool);
+    Py_RETURN_NONE;
+}
+
+/* set_hooks(arm) -> fd: arm(delay_ms) is called on the loop thread; the
+ * returned eventfd becomes readable when another thread posts work */
+static PyObject* Tool_set_hooks(ToolObject* self, PyObject* arm)
+{
+    if (arm == Py_None) {
+        futoin_tool_set_hooks(self->tool, NULL);
+        Py_CLEAR(self->arm);
+        Py_RETURN_NONE;
+    }
+    if (!PyCallable_Check(arm)) {
+        PyErr_SetString(PyExc_TypeError, "arm must be callable");
+        return NULL;
+    }
+    if (self->wake_fd < 0) {
+        self->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (self->wake_fd < 0) {
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+    }
+    Py_INCREF(arm);
+    Py_XSETREF(self->arm, arm);
+    FutoInLoopHooks hooks = {self, tool_arm, tool_wakeup};
+    futoin_tool_bind_thread(self->tool);
+    futoin_tool_set_hooks(self->tool, &hooks);
+    return PyLong_FromLong(self->wake_fd);
+}
+
+static PyObject* Tool_drain_wakeups(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    uint64_t v;
+    while (self->wake_fd >= 0 && read(self->wake_fd, &v, sizeof(v)) == sizeof(v)) {
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject* Tool_bind_thread(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    futoin_tool_bind_thread(self->tool);
+    Py_RETURN_NONE;
+}
+
+static PyObject* Tool_get_virtual(ToolObject* self, void* c)
+{
+    (void)c;
+    return PyBool_FromLong(self->virtual_time);
+}
+
+static PyObject* Tool_address(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    return PyLong_FromVoidPtr(self->tool);
+}
+
+static PyMethodDef Tool_methods[] = {
+        {"run", (PyCFunction)Tool_run, METH_NOARGS, "run until no immediate, timer or reference is left"},
+        {"iterate", (PyCFunction)Tool_iterate, METH_VARARGS, "one non-blocking turn; returns next delay"},
+        {"next_delay", (PyCFunction)Tool_next_delay, METH_NOARGS, NULL},
+        {"now", (PyCFunction)Tool_now, METH_NOARGS, "the tool's clock in ms"},
+        {"advance", (PyCFunction)Tool_advance, METH_O, "move virtual time forward"},
+        {"ref", (PyCFunction)Tool_ref, METH_NOARGS, "keep run() alive (another thread will complete)"},
+        {"unref", (PyCFunction)Tool_unref, METH_NOARGS, NULL},
+        {"set_hooks", (PyCFunction)Tool_set_hooks, METH_O, NULL},
+        {"drain_wakeups", (PyCFunction)Tool_drain_wakeups, METH_NOARGS, NULL},
+        {"bind_thread", (PyCFunction)Tool_bind_thread, METH_NOARGS, NULL},
+        {"address", (PyCFunction)Tool_address, METH_NOARGS, "address of the FutoInAsyncTool*"},
+        {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Tool_getset[] = {
+        {"virtual_time", (getter)Tool_get_virtual, NULL, NULL, NULL},
+        {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ToolType = {
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "futoin_polyglot._futoin.Tool",
+        .tp_basicsize = sizeof(ToolObject),
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+        .tp_new = Tool_new,
+        .tp_dealloc = (destructor)Tool_dealloc,
+        .tp_methods = Tool_methods,
+        .tp_getset = Tool_getset,
+        .tp_doc = "Tool(virtual_time=False, burst=0): the scheduler (FTN12 AsyncTool) of the C core",
+};
+
+/* ---- module functions ---- */
+
+static PyObject* mod_wrap(PyObject* m, PyObject* args)
+{
+    (void)m;
+    PyObject* addr;
+    PyObject* tool = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:wrap", &addr, &tool)) {
+        return NULL;
+    }
+    void* p = PyCapsule_CheckExact(addr) ? PyCapsule_GetPointer(addr, PyCapsule_GetName(addr))
+                                         : PyLong_AsVoidPtr(addr);
+    if (!p) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "wrap() needs a non-NULL FutoInAsyncSteps*");
+        }
+        return NULL;
+    }
+    return (PyObject*)view_new(p, tool);
+}
+
+static PyObject* mod_is_native(PyObject* m, PyObject* addr)
+{
+    (void)m;
+    void* p = PyLong_AsVoidPtr(addr);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyBool_FromLong(futoin_steps_is_native(p));
+}
+
+static void sync_capsule_free(PyObject* cap)
+{
+    futoin_sync_free(PyCapsule_GetPointer(cap, "futoin.core_sync"));
+}
+
+static PyObject* sync_capsule(FutoInSync* s)
+{
+    if (!s) {
+        return PyErr_NoMemory();
+    }
+    return PyCapsule_New(s, "futoin.core_sync", sync_capsule_free);
+}
+
+static uint32_t queue_limit(PyObject* o)
+{
+    if (!o || o == Py_None) {
+        return FUTOIN_UNLIMITED;
+    }
+    unsigned long v = PyLong_AsUnsignedLong(o);
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static PyObject* mod_mutex_new(PyObject* m, PyObject* args)
+{
+    (void)m;
+    ToolObject* t;
+    unsigned int max;
+    PyObject* mq;
+    if (!PyArg_ParseTuple(args, "O!IO", &ToolType, &t, &max, &mq)) {
+        return NULL;
+    }
+    uint32_t q = queue_limit(mq);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return sync_capsule(futoin_mutex_new(t->tool, max, q));
+}
+
+static PyObject* mod_throttle_new(PyObject* m, PyObject* args)
+{
+    (void)m;
+    ToolObject* t;
+    unsigned int max, period;
+    PyObject* mq;
+    if (!PyArg_ParseTuple(args, "O!IIO", &ToolType, &t, &max, &period, &mq)) {
+        return NULL;
+    }
+    uint32_t q = queue_limit(mq);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return sync_capsule(futoin_throttle_new(t->tool, max, period, q));
+}
+
+static PyObject* mod_limiter_new(PyObject* m, PyObject* args)
+{
+    (void)m;
+    ToolObject* t;
+    FutoInLimiterOptions o;
+    if (!PyArg_ParseTuple(args, "O!IIIII", &ToolType, &t, &o.concurrent, &o.max_queue, &o.rate, &o.period_ms,
+                          &o.burst)) {
+        return NULL;
+    }
+    return sync_capsule(futoin_limiter_new(t->tool, &o));
+}
+
+static PyObject* mod_step_handle(PyObject* m, PyObject* args)
+{
+    /* (execute address, data address, owner) for handing a Python step to
+     * C code that calls api->add itself; owner must stay alive meanwhile */
+    (void)m;
+    PyObject* func;
+    PyObject* tool = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:step_handle", &func, &tool)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "step must be callable");
+        return NULL;
+    }
+    pyfrag* f = PyMem_Calloc(1, sizeof(pyfrag));
+    if (!f) {
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(func);
+    Py_INCREF(tool);
+    f->func = func;
+    f->tool = tool;
+    arity_of(func, 1, &f->nargs, &f->nreq);
+    PyObject* owner = PyCapsule_New(f, "futoin.step_handle", NULL);
+    if (!owner) {
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", PyLong_FromVoidPtr((void*)(uintptr_t)tr_exec), PyLong_FromVoidPtr(f), owner);
+}
+
+static PyObject* mod_release_step_handle(PyObject* m, PyObject* cap)
+{
+    (void)m;
+    pyfrag* f = PyCapsule_GetPointer(cap, "futoin.step_handle");
+    if (!f) {
+        return NULL;
+    }
+    if (f->func) {
+        Py_CLEAR(f->func);
+        Py_CLEAR(f->tool);
+        PyMem_Free(f);
+        PyCapsule_SetPointer(cap, (void*)1);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject* mod_setup(PyObject* m, PyObject* args)
+{
+    (void)m;
+    PyObject *err, *state, *view;
+    if (!PyArg_ParseTuple(args, "OOO!", &err, &state, &PyType_Type, &view)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype((PyTypeObject*)view, &StepsType)) {
+        PyErr_SetString(PyExc_TypeError, "view type must derive from AsyncStepsBase");
+        return NULL;
+    }
+    Py_INCREF(err);
+    Py_INCREF(state);
+    Py_INCREF(view);
+    Py_XSETREF(g_FutoInError, err);
+    Py_XSETREF(g_State, state);
+    Py_XSETREF(g_ViewType, (PyTypeObject*)view);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef mod_methods[] = {
+        {"wrap", mod_wrap, METH_VARARGS, "wrap(address_or_capsule, tool=None): view over a FutoInAsyncSteps*"},
+        {"is_native", mod_is_native, METH_O, "True if the pointer comes from this core"},
+        {"mutex_new", mod_mutex_new, METH_VARARGS, NULL},
+        {"throttle_new", mod_throttle_new, METH_VARARGS, NULL},
+        {"limiter_new", mod_limiter_new, METH_VARARGS, NULL},
+        {"step_handle", mod_step_handle, METH_VARARGS, NULL},
+        {"release_step_handle", mod_release_step_handle, METH_O, NULL},
+        {"_setup", mod_setup, METH_VARARGS, NULL},
+        {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_futoin", "C core of futoin_polyglot", -1,
+                                    mod_methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__futoin(void)
+{
+    if (PyType_Ready(&StepsType) < 0 || PyType_Ready(&ToolType) < 0 || PyType_Ready(&CStepType) < 0) {
+        return NULL;
+    }
+    PyObject* m = PyModule_Create(&moddef);
+    if (!m) {
+        return NULL;
+    }
+    Py_INCREF(&StepsType);
+    Py_INCREF(&ToolType);
+    Py_INCREF(&CStepType);
+    PyModule_AddObject(m, "AsyncStepsBase", (PyObject*)&StepsType);
+    PyModule_AddObject(m, "Tool", (PyObject*)&ToolType);
+    PyModule_AddObject(m, "CStep", (PyObject*)&CStepType);
+    PyModule_AddIntConstant(m, "ABI_VERSION", futoin_abi_version());
+    PyModule_AddStringConstant(m, "CORE_VERSION", futoin_version());
+    return m;
+}
