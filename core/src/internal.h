@@ -248,8 +248,10 @@ typedef struct fstrand
     ptrdiff_t id;
     uint8_t code_idx;
     uint8_t err_pending;
-    FutoInArgs out_args; /* the last success() values, for the next step */
-    fbuf code[2];        /* error code, double-buffered; kept across pool reuse */
+    uint8_t info_pending; /* pending_info goes to error_info when unwinding starts */
+    FutoInArgs out_args;  /* the last success() values, for the next step */
+    fbuf code[2];         /* error code, double-buffered; kept across pool reuse */
+    fbuf pending_info;    /* info of an error raised from outside */
 } fstrand;
 
 typedef struct fstate_var

@@ -96,6 +96,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     st->id = (ptrdiff_t)fl->tool->next_root_id++;
     /* out_args is empty whenever a strand is idle or pooled */
     st->err_pending = 0;
+    st->info_pending = 0;
     base->strand = st;
 }
 
@@ -121,6 +122,16 @@ static void strand_set_code(fstrand* st, const char* code)
     if (fbuf_set(&st->code[idx], code) == 0) {
         st->code_idx = idx;
     }
+}
+
+/* An error from outside (timer, I/O, another thread) waits with its strand:
+ * its info reaches the root's error_info only when that strand unwinds, so
+ * a sibling branch failing in the same tick cannot overwrite it. */
+static void strand_set_external_error(fstrand* st, const char* code, const char* info)
+{
+    strand_set_code(st, code);
+    st->info_pending = fbuf_set(&st->pending_info, info) == 0;
+    st->err_pending = 1;
 }
 
 /* ---- completion ---- */
@@ -234,6 +245,7 @@ static void strand_teardown(fstrand* st0)
     }
     ftool_task_remove(st0->flow->tool, &st0->task);
     st0->err_pending = 0;
+    st0->info_pending = 0;
     fargs_reset(&st0->out_args);
 }
 
@@ -591,6 +603,10 @@ static int is_loop_match(fstep* f, const char* code, int* cont)
 static int strand_unwind(fstrand* st)
 {
     fstep* f = st->top;
+    if (st->info_pending) {
+        st->info_pending = 0;
+        fflow_set_info(f->flow, st->pending_info.s);
+    }
     fargs_reset(&st->out_args);
     if (f == st->base) {
         st->err_pending = 0;
@@ -745,9 +761,7 @@ static void feng_external_error(fstep* s, const char* code, const char* info)
             fprintf(stderr, "futoin: %s: %s after completion (ignored)\n", code, info ? info : "");
             return;
         }
-        strand_set_code(st, code);
-        fflow_set_info(s->flow, info);
-        st->err_pending = 1;
+        strand_set_external_error(st, code, info);
         strand_schedule(st);
     } else {
         fprintf(stderr, "futoin: %s: %s on a step that is not waiting (ignored)\n", code,
@@ -842,7 +856,9 @@ void feng_success(fstep* s, FutoInArgs* args)
             if (args) {
                 fargs_reset(args);
             }
-            fprintf(stderr, "futoin: InternalError: success() called twice (ignored)\n");
+            fprintf(stderr, "futoin: InternalError: %s (ignored)\n",
+                    (s->flags & F_SUCCESS) ? "success() called twice"
+                                           : "success() after the step already failed");
             return;
         }
         strand_schedule(st);
@@ -894,9 +910,7 @@ static void step_timeout_cb(void* data)
     if (top == s && top->state == FS_WAIT && (top->flags & F_SUCCESS)) {
         return; /* the timed step completed just before: the completion wins */
     }
-    strand_set_code(st, FUTOIN_ERR_TIMEOUT);
-    fflow_set_info(s->flow, "");
-    st->err_pending = 1;
+    strand_set_external_error(st, FUTOIN_ERR_TIMEOUT, "");
     strand_schedule(st);
 }
 
@@ -998,6 +1012,7 @@ static void strand_free_bufs(fstrand* st)
 {
     fbuf_free(&st->code[0]);
     fbuf_free(&st->code[1]);
+    fbuf_free(&st->pending_info);
 }
 
 void feng_tool_release(FutoInAsyncTool* t)
