@@ -1006,6 +1006,127 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
     return (PyObject*)self;
 }
 
+/* stack(size, cleanup=None): a bytearray living as long as the step;
+ * cleanup(buffer) runs when the step ends (spec 1.14, for Python) */
+static void stack_release(void* p)
+{
+    pyfrag* f = p;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (f->onerror) {
+        PyObject* r = PyObject_CallOneArg(f->onerror, f->func);
+        if (!r) {
+            PyErr_WriteUnraisable(f->onerror);
+        }
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(f->func);
+    Py_XDECREF(f->onerror);
+    PyErr_Clear();
+    PyGILState_Release(g);
+}
+
+static PyObject* Steps_stack(StepsObject* self, PyObject* args, PyObject* kw)
+{
+    static char* kwlist[] = {"size", "cleanup", NULL};
+    Py_ssize_t size;
+    PyObject* cleanup = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "n|O:stack", kwlist, &size, &cleanup) || check_usable(self)
+        || callable_or_none(cleanup, "cleanup")) {
+        return NULL;
+    }
+    if (size < 0) {
+        PyErr_SetString(PyExc_ValueError, "stack size must be >= 0");
+        return NULL;
+    }
+    PyObject* buf = PyByteArray_FromStringAndSize(NULL, size);
+    if (!buf) {
+        return NULL;
+    }
+    memset(PyByteArray_AS_STRING(buf), 0, (size_t)size);
+    pyfrag* f = self->bsi->api->stack(self->bsi, sizeof(pyfrag), stack_release);
+    if (!f) {
+        Py_DECREF(buf);
+        PyErr_SetString(PyExc_RuntimeError, "this AsyncSteps object is not active");
+        return NULL;
+    }
+    memset(f, 0, sizeof(*f));
+    Py_INCREF(buf);
+    f->func = buf;
+    f->onerror = cleanup == Py_None ? NULL : (Py_INCREF(cleanup), cleanup);
+    return buf;
+}
+
+/* _defer(ms, func) -> handle: func() after ms on the flow's tool */
+typedef struct deferred
+{
+    PyObject* func; /* NULL once fired or cancelled */
+    FutoInHandle h;
+    FutoInAsyncSteps* bsi;
+    int orphan; /* its capsule is gone: the timer frees it */
+} deferred;
+
+static void deferred_fire(void* data)
+{
+    deferred* d = data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject* func = d->func;
+    d->func = NULL;
+    if (func) {
+        PyObject* r = PyObject_CallNoArgs(func);
+        if (!r) {
+            PyErr_WriteUnraisable(func);
+        }
+        Py_XDECREF(r);
+        Py_DECREF(func);
+    }
+    if (d->orphan) {
+        PyMem_Free(d);
+    }
+    PyErr_Clear();
+    PyGILState_Release(g);
+}
+
+static void deferred_capsule_free(PyObject* cap)
+{
+    deferred* d = PyCapsule_GetPointer(cap, "futoin.deferred");
+    if (d->func) {
+        d->orphan = 1; /* still pending: freed when it fires */
+    } else {
+        PyMem_Free(d);
+    }
+}
+
+static PyObject* Steps_defer(StepsObject* self, PyObject* args)
+{
+    unsigned int ms;
+    PyObject* func;
+    if (!PyArg_ParseTuple(args, "IO:_defer", &ms, &func) || check_usable(self)) {
+        return NULL;
+    }
+    deferred* d = PyMem_Calloc(1, sizeof(deferred));
+    if (!d) {
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(func);
+    d->func = func;
+    d->bsi = self->bsi;
+    d->h = self->bsi->api->sched_deferred(self->bsi, ms, d, deferred_fire);
+    return PyCapsule_New(d, "futoin.deferred", deferred_capsule_free);
+}
+
+static PyObject* Steps_undefer(StepsObject* self, PyObject* cap)
+{
+    deferred* d = PyCapsule_GetPointer(cap, "futoin.deferred");
+    if (!d || check_usable(self)) {
+        return NULL;
+    }
+    if (d->func) {
+        self->bsi->api->sched_cancel(self->bsi, &d->h);
+        Py_CLEAR(d->func);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw);
 static PyObject* Steps_cancel(StepsObject* self, PyObject* unused)
 {
@@ -1288,6 +1409,10 @@ static PyMethodDef Steps_methods[] = {
         {"is_same_thread", (PyCFunction)Steps_is_same_thread, METH_NOARGS, "True on the loop thread"},
         {"_free", (PyCFunction)Steps_free, METH_NOARGS, "release a root now"},
         {"_add_hidden", (PyCFunction)Steps_add_hidden, METH_O, "add a step that copy_from does not copy"},
+        {"stack", (PyCFunction)(void (*)(void))Steps_stack, METH_VARARGS | METH_KEYWORDS,
+         "stack(size, cleanup=None): a zeroed bytearray; cleanup(buf) runs when the step ends"},
+        {"_defer", (PyCFunction)Steps_defer, METH_VARARGS, "_defer(ms, func): a timer on the flow's tool"},
+        {"_undefer", (PyCFunction)Steps_undefer, METH_O, NULL},
         {"_fail", (PyCFunction)Steps_fail, METH_VARARGS, "_fail(code, info=None, exc=None): fail from outside"},
         {NULL, NULL, 0, NULL},
 };
@@ -1743,6 +1868,48 @@ static PyObject* mod_step_handle(PyObject* m, PyObject* args)
     return Py_BuildValue("(NNN)", PyLong_FromVoidPtr((void*)(uintptr_t)tr_exec), PyLong_FromVoidPtr(f), owner);
 }
 
+static void pyfrag_destroy_heap(void* data)
+{
+    pyfrag* f = data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF(f->func);
+    Py_XDECREF(f->onerror);
+    Py_XDECREF(f->tool);
+    PyMem_Free(f);
+    PyGILState_Release(g);
+}
+
+/* fragment(func, onerror, tool) -> (exec, error, loop, repeat, data, destroy)
+ * addresses: a Python step for a host that adds it through the vtable and
+ * calls destroy(data) when done (the conformance seam, C libraries) */
+static PyObject* mod_fragment(PyObject* m, PyObject* args)
+{
+    (void)m;
+    PyObject *func, *onerror = Py_None, *tool = Py_None;
+    if (!PyArg_ParseTuple(args, "O|OO:fragment", &func, &onerror, &tool)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(func) || (onerror != Py_None && !PyCallable_Check(onerror))) {
+        PyErr_SetString(PyExc_TypeError, "fragment callbacks must be callable");
+        return NULL;
+    }
+    pyfrag* f = PyMem_Calloc(1, sizeof(pyfrag));
+    if (!f) {
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(func);
+    Py_INCREF(tool);
+    f->func = func;
+    f->onerror = onerror == Py_None ? NULL : (Py_INCREF(onerror), onerror);
+    f->tool = tool;
+    arity_of(func, 1, &f->nargs, &f->nreq);
+    return Py_BuildValue("(NNNNNN)", PyLong_FromVoidPtr((void*)(uintptr_t)tr_exec),
+                         PyLong_FromVoidPtr(f->onerror ? (void*)(uintptr_t)tr_error : NULL),
+                         PyLong_FromVoidPtr((void*)(uintptr_t)tr_loop),
+                         PyLong_FromVoidPtr((void*)(uintptr_t)tr_repeat), PyLong_FromVoidPtr(f),
+                         PyLong_FromVoidPtr((void*)(uintptr_t)pyfrag_destroy_heap));
+}
+
 static PyObject* mod_release_step_handle(PyObject* m, PyObject* cap)
 {
     (void)m;
@@ -1787,6 +1954,7 @@ static PyMethodDef mod_methods[] = {
         {"limiter_new", mod_limiter_new, METH_VARARGS, NULL},
         {"step_handle", mod_step_handle, METH_VARARGS, NULL},
         {"release_step_handle", mod_release_step_handle, METH_O, NULL},
+        {"fragment", mod_fragment, METH_VARARGS, "raw callbacks of a Python step for other hosts"},
         {"_setup", mod_setup, METH_VARARGS, NULL},
         {NULL, NULL, 0, NULL},
 };
