@@ -27,6 +27,14 @@ valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect,possible
   || { cat build/ci/valgrind.log; echo "valgrind failed: conformance_c"; exit 1; }
 echo "valgrind clean: conformance_c"
 
+echo "== Python package: pip install ./python, pytest, conformance-py"
+python3 -m pip install -q ./python
+( cd "$(mktemp -d)" && python3 -m pytest -q -p no:cacheprovider "$root/python/tests" )
+( cd "$(mktemp -d)" && python3 "$root/conformance/python/runner.py" \
+    --ftnconf "$root/build/ci/conformance/libftnconf.so" "$root/conformance/scenarios" ) > build/ci/conformance-py.log \
+  || { cat build/ci/conformance-py.log; exit 1; }
+grep -v '^pass' build/ci/conformance-py.log || true
+
 echo "== ASan + UBSan"
 cmake -S . -B build/asan -G Ninja -DFUTOIN_WERROR=ON -DFUTOIN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
   -DFUTOIN_BUILD_BENCH=OFF >/dev/null

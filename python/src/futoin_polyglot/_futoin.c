@@ -400,8 +400,9 @@ static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const Fu
     Py_ssize_t first = extra ? 2 : 1;
     Py_ssize_t got = n;
     if (f->nargs >= 0 && func == f->func) {
-        Py_ssize_t want = first + f->nargs;
-        Py_ssize_t req = first + f->nreq;
+        /* nargs/nreq count every parameter after as_, the loop index too */
+        Py_ssize_t want = 1 + f->nargs;
+        Py_ssize_t req = 1 + f->nreq;
         if (n > want) {
             n = want;
         }

@@ -1,0 +1,55 @@
+"""Shared helpers for the futoin_polyglot test suite.
+
+The ``virtual_tool`` fixture comes from the package's own pytest plugin
+(the ``pytest11`` entry point ``futoin_polyglot.testing``).
+
+Rules kept by every test: no sleeps as synchronisation (threading.Event,
+Thread.join and asyncio futures instead), no assertions on wall-clock
+durations, virtual time for timeouts. The only wall-clock number below is a
+hang guard: a broken build must fail a test instead of stalling the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from futoin_polyglot import AsyncSteps, FutoInError
+
+# Only used so that a bug that leaves a flow pending fails the test instead of
+# hanging the whole run; no test depends on how fast anything completes.
+HANG_GUARD_S = 60.0
+
+
+def run_async(coro):
+    """Run ``coro`` on a fresh asyncio loop, failing (not hanging) on a bug."""
+
+    async def guarded():
+        return await asyncio.wait_for(coro, HANG_GUARD_S)
+
+    return asyncio.run(guarded())
+
+
+@pytest.fixture
+def arun():
+    return run_async
+
+
+def run_flow(as_):
+    """Blocking run of a root: ('ok', result) or ('error', code, info)."""
+    try:
+        return ("ok", as_.run())
+    except FutoInError as e:
+        return ("error", e.code, e.info)
+
+
+@pytest.fixture
+def flow_result():
+    return run_flow
+
+
+@pytest.fixture
+def vflow(virtual_tool):
+    """A new root on the virtual-time tool."""
+    return lambda: AsyncSteps(virtual_tool)
