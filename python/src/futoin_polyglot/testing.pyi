@@ -1,0 +1,3 @@
+from ._futoin import Tool
+
+def make_virtual_tool() -> Tool: ...
