@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Print the first ```c block of README.md (the C quickstart), so tests
-compile exactly what the README shows."""
+"""Print the first ```c (default) or ```python block of README.md, so tests
+run exactly what the README shows: extract_quickstart.py [c|python]"""
 import pathlib
 import re
 import sys
 
 readme = pathlib.Path(__file__).resolve().parent.parent / "README.md"
-blocks = re.findall(r"```c\n(.*?)```", readme.read_text(), re.S)
+lang = sys.argv[1] if len(sys.argv) > 1 else "c"
+blocks = re.findall(r"```" + lang + r"\n(.*?)```", readme.read_text(), re.S)
 if not blocks:
-    sys.exit("no ```c block in README.md")
+    sys.exit(f"no ```{lang} block in README.md")
 sys.stdout.write(blocks[0])

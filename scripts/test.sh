@@ -34,6 +34,9 @@ python3 -m pip install -q ./python
     --ftnconf "$root/build/ci/conformance/libftnconf.so" "$root/conformance/scenarios" ) > build/ci/conformance-py.log \
   || { cat build/ci/conformance-py.log; exit 1; }
 grep -v '^pass' build/ci/conformance-py.log || true
+python3 scripts/extract_quickstart.py python > build/ci/quickstart.py
+test "$(cd /tmp && python3 "$root/build/ci/quickstart.py" | head -n1)" = "data:42"
+echo "README Python quickstart runs as written"
 
 echo "== ASan + UBSan"
 cmake -S . -B build/asan -G Ninja -DFUTOIN_WERROR=ON -DFUTOIN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
