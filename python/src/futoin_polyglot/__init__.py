@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 _SPECIAL_STATE = ("error_info", "last_exception", "async_stack")
-_running: "set[AsyncSteps]" = set()  # roots whose flows are executing
+_running: "dict[int, AsyncSteps]" = {}  # roots whose flows are executing, by id
 
 
 class State(dict):
@@ -164,16 +164,19 @@ class AsyncSteps(AsyncStepsBase):
         The root is kept alive until the flow ends."""
         if unhandled_error is not None:
             _check_callable(unhandled_error, "unhandled_error")
-        if self in _running:
+        key = id(self)
+        if _running.get(key) is self:
             AsyncStepsBase.execute(self, unhandled_error)  # engine reports InternalError
             return
-        _running.add(self)
+        # the closures hold only the key: the root's own steps live in its
+        # memory, so referring to the root from there would keep it forever
+        _running[key] = self
 
         def finished(as_, *args):
-            _running.discard(self)
+            _running.pop(key, None)
 
         def unhandled(as_, code):
-            _running.discard(self)
+            _running.pop(key, None)
             if unhandled_error is not None:
                 unhandled_error(as_, code)
             else:
@@ -185,8 +188,8 @@ class AsyncSteps(AsyncStepsBase):
     def cancel(self) -> None:
         """Cancel the root's flow (spec 2.2.3); safe from any thread."""
         AsyncStepsBase.cancel(self)
-        if self.is_same_thread():
-            _running.discard(self)
+        if self.is_same_thread() and _running.get(id(self)) is self:
+            del _running[id(self)]
 
     # -- Python-level parts of the API --
 

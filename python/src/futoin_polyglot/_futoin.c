@@ -542,11 +542,13 @@ static void record_model(StepsObject* self, const char* kind, PyObject* const* a
         return;
     }
     PyObject* t = PyTuple_New(n + 1);
-    if (!t) {
+    PyObject* k = t ? PyUnicode_InternFromString(kind) : NULL; /* interned: cheap after the first */
+    if (!k) {
+        Py_XDECREF(t);
         PyErr_Clear();
         return;
     }
-    PyTuple_SET_ITEM(t, 0, PyUnicode_FromString(kind));
+    PyTuple_SET_ITEM(t, 0, k);
     for (Py_ssize_t i = 0; i < n; ++i) {
         PyObject* a = args[i] ? args[i] : Py_None;
         Py_INCREF(a);

@@ -1,0 +1,362 @@
+"""asyncio integration: await as_, promise(), await_(), cancellation of the
+awaited future, interleaving with asyncio I/O, many concurrent flows."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import futoin_polyglot as fp
+from futoin_polyglot import AsyncSteps, FutoInError, Tool, errors
+
+
+@pytest.mark.parametrize(
+    "values, expected",
+    [((), None), ((5,), 5), (("a", "b"), ("a", "b")), ((1, 2, 3, 4, 5), (1, 2, 3, 4, 5))],
+)
+def test_await_flow_result_shapes(arun, values, expected):
+    async def main():
+        as_ = AsyncSteps()
+        as_.add(lambda as_: as_.success(*values))
+        direct = await as_
+        as_2 = AsyncSteps()
+        as_2.success_step(*values)
+        via_promise = await as_2.promise()
+        return direct, via_promise
+
+    assert arun(main()) == (expected, expected)
+
+
+def test_promise_returns_asyncio_future(arun):
+    async def main():
+        as_ = AsyncSteps()
+        as_.success_step("v")
+        fut = as_.promise()
+        assert isinstance(fut, asyncio.Future)
+        assert not fut.done()  # execute() never runs inline
+        return await fut
+
+    assert arun(main()) == "v"
+
+
+def test_await_flow_error_raises_futoin_error(arun):
+    exc = ValueError("inner problem")
+
+    async def main():
+        as_ = AsyncSteps()
+        as_.add(lambda as_: as_.error("Fails", "the info"))
+        with pytest.raises(FutoInError) as e1:
+            await as_
+        as_2 = AsyncSteps()
+
+        def step(as_):
+            raise exc
+
+        as_2.add(step)
+        with pytest.raises(FutoInError) as e2:
+            await as_2.promise()
+        return e1.value, e2.value
+
+    e1, e2 = arun(main())
+    assert (e1.code, e1.info) == ("Fails", "the info")
+    assert (e2.code, e2.info) == ("ValueError", "inner problem")
+    assert e2.last_exception is exc
+
+
+def test_flows_use_the_running_loops_tool(arun):
+    async def main():
+        as_ = AsyncSteps()
+        return as_._tool is fp.get_tool(), fp.get_tool() is not None
+
+    assert arun(main()) == (True, True)
+
+
+def test_promise_of_flow_on_other_tool_is_refused(arun):
+    async def main():
+        as_ = AsyncSteps(Tool())
+        as_.success_step(1)
+        with pytest.raises(RuntimeError):
+            as_.promise()
+        return True
+
+    assert arun(main())
+
+
+def test_await_coroutine_result(arun):
+    async def compute(x):
+        await asyncio.sleep(0)
+        return x * 2
+
+    async def main():
+        as_ = AsyncSteps()
+        assert as_.await_(compute(20)) is as_
+        as_.add(lambda as_, v: as_.success(v + 2))
+        return await as_
+
+    assert arun(main()) == 42
+
+
+def test_await_future_result(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        as_ = AsyncSteps()
+        as_.await_(fut)
+        as_.add(lambda as_, v: as_.success(("got", v)))
+        loop.call_soon(fut.set_result, [1, 2])
+        return await as_
+
+    assert arun(main()) == ("got", [1, 2])
+
+
+def test_await_none_result_gives_no_values(arun):
+    async def nothing():
+        return None
+
+    async def main():
+        as_ = AsyncSteps()
+        as_.await_(nothing())
+        as_.add(lambda as_, *args: as_.success(args))
+        return await as_
+
+    assert arun(main()) == ()
+
+
+def test_await_inside_step_as_substep(arun):
+    async def main():
+        as_ = AsyncSteps()
+        as_.add(lambda as_: as_.await_(asyncio.sleep(0, result="slept")))
+        as_.add(lambda as_, v: as_.success(v.upper()))
+        return await as_
+
+    assert arun(main()) == "SLEPT"
+
+
+def test_await_custom_awaitable(arun):
+    class Awaitable:
+        def __await__(self):
+            yield from asyncio.sleep(0).__await__()
+            return "custom"
+
+    async def main():
+        as_ = AsyncSteps()
+        as_.await_(Awaitable())
+        return await as_
+
+    assert arun(main()) == "custom"
+
+
+def test_await_rejection_is_promise_reject(arun):
+    exc = LookupError("rejected value")
+
+    async def fails():
+        await asyncio.sleep(0)
+        raise exc
+
+    async def main():
+        seen = {}
+        as_ = AsyncSteps()
+
+        def handler(as_, code):
+            seen.update(code=code, info=as_.state.error_info, le=as_.state.last_exception)
+
+        as_.await_(fails(), handler)
+        with pytest.raises(FutoInError) as ei:
+            await as_
+        return seen, ei.value
+
+    seen, err = arun(main())
+    assert seen == {"code": errors.PromiseReject, "info": "rejected value", "le": exc}
+    assert err.code == "PromiseReject"
+    assert err.last_exception is exc
+
+
+def test_await_futoin_error_keeps_code(arun):
+    async def fails():
+        raise FutoInError(errors.Unauthorized, "no token")
+
+    async def main():
+        as_ = AsyncSteps()
+        as_.await_(fails(), lambda as_, code: as_.success(code, as_.state.error_info))
+        return await as_
+
+    assert arun(main()) == ("Unauthorized", "no token")
+
+
+def test_await_cancelled_future_is_promise_reject(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        as_ = AsyncSteps()
+        as_.await_(fut, lambda as_, code: as_.success(code))
+        loop.call_soon(fut.cancel)
+        return await as_
+
+    assert arun(main()) == "PromiseReject"
+
+
+class HookedFuture(asyncio.Future):
+    """A future that reports when a step started waiting on it."""
+
+    def __init__(self, *, loop):
+        super().__init__(loop=loop)
+        self.hooked = loop.create_future()
+
+    def add_done_callback(self, fn, *, context=None):
+        super().add_done_callback(fn, context=context)
+        if not self.hooked.done():
+            self.hooked.set_result(True)
+
+
+def test_cancelling_flow_cancels_awaited_future(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        fut = HookedFuture(loop=loop)
+        as_ = AsyncSteps()
+        as_.await_(fut)
+        as_.add(lambda as_: pytest.fail("flow continued after cancel"))
+        promise = as_.promise()
+        await fut.hooked  # the await_ step is waiting on it now
+        as_.cancel()
+        await asyncio.wait([fut])
+        return fut.cancelled(), promise.done()
+
+    cancelled, promise_done = arun(main())
+    assert cancelled is True
+    assert promise_done is False  # a cancelled flow neither resolves nor rejects
+
+
+def test_cancelling_flow_cancels_awaited_coroutine(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        started = loop.create_future()
+        finished = loop.create_future()
+
+        async def long_job():
+            started.set_result(True)
+            try:
+                await loop.create_future()  # never resolves
+            except asyncio.CancelledError:
+                finished.set_result("cancelled")
+                raise
+
+        as_ = AsyncSteps()
+        as_.await_(long_job())
+        as_.promise()
+        await started
+        as_.cancel()
+        return await finished
+
+    assert arun(main()) == "cancelled"
+
+
+def test_sibling_failure_cancels_awaited_future(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        as_ = AsyncSteps()
+        p = as_.parallel()
+        p.add(lambda as_: as_.await_(fut))
+        p.add(lambda as_: as_.add(lambda as_: as_.error("Sibling")))
+        with pytest.raises(FutoInError) as ei:
+            await as_
+        return ei.value.code, fut.cancelled()
+
+    assert arun(main()) == ("Sibling", True)
+
+
+def test_flow_interleaves_with_asyncio_queue(arun):
+    async def main():
+        q = asyncio.Queue()
+        got = []
+
+        async def producer():
+            for i in range(5):
+                await q.put(i)
+                await asyncio.sleep(0)
+            await q.put(None)
+
+        def body(as_):
+            as_.await_(q.get())
+
+            def check(as_, item=None):
+                if item is None:
+                    as_.break_loop()
+                got.append(item)
+
+            as_.add(check)
+
+        as_ = AsyncSteps()
+        as_.loop(body)
+        as_.add(lambda as_: as_.success(list(got)))
+        result, _ = await asyncio.gather(as_.promise(), producer())
+        return result
+
+    assert arun(main()) == [0, 1, 2, 3, 4]
+
+
+def test_wait_external_success_from_call_later(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+
+        def step(as_):
+            as_.wait_external()
+            loop.call_later(0.001, as_.success, "later")
+
+        as_ = AsyncSteps()
+        as_.add(step)
+        as_.add(lambda as_, v: as_.success(v + "!"))
+        return await as_
+
+    assert arun(main()) == "later!"
+
+
+def test_many_concurrent_flows_with_gather(arun):
+    async def main():
+        order = []
+
+        def make(i):
+            as_ = AsyncSteps()
+            as_.add(lambda as_: order.append(("a", i)))
+            as_.await_(asyncio.sleep(0, result=i))
+            as_.add(lambda as_, v: as_.success(v * v))
+            return as_.promise()
+
+        results = await asyncio.gather(*[make(i) for i in range(300)])
+        return results, order
+
+    results, order = arun(main())
+    assert results == [i * i for i in range(300)]
+    assert sorted(order) == [("a", i) for i in range(300)]
+
+
+def test_flow_does_not_block_other_tasks(arun):
+    async def main():
+        ticks = []
+
+        async def ticker():
+            for i in range(3):
+                ticks.append(i)
+                await asyncio.sleep(0)
+
+        def body(as_):
+            as_.await_(asyncio.sleep(0))
+            as_.add(lambda as_: as_.break_loop() if len(ticks) == 3 else None)
+
+        as_ = AsyncSteps()
+        as_.loop(body)
+        await asyncio.gather(as_.promise(), ticker())
+        return ticks
+
+    assert arun(main()) == [0, 1, 2]
+
+
+def test_error_handler_in_asyncio_and_recovery(arun):
+    async def main():
+        as_ = AsyncSteps()
+        as_.add(lambda as_: as_.await_(asyncio.sleep(0)))
+        as_.add(lambda as_: as_.error("E1"), lambda as_, c: as_.success("fixed " + c))
+        return await as_
+
+    assert arun(main()) == "fixed E1"

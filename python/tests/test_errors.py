@@ -1,0 +1,314 @@
+"""Errors: as_.error(), Python exceptions in steps, handlers, spec 1.2 / 1.2.1,
+the error code constants and FutoInError."""
+
+from __future__ import annotations
+
+import pytest
+
+from futoin_polyglot import AsyncSteps, FutoInError, errors
+
+
+def test_error_raises_immediately_and_becomes_flow_error(virtual_tool):
+    seen = []
+
+    def step(as_):
+        try:
+            as_.error("MyError", "details")
+        except FutoInError as e:
+            seen.append(("raised", e.code, e.info))
+            raise
+        seen.append("not reached")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step, lambda as_, code: seen.append(("handler", code, as_.state.error_info)))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert seen == [("raised", "MyError", "details"), ("handler", "MyError", "details")]
+    assert ei.value.code == "MyError"
+    assert ei.value.info == "details"
+
+
+def test_error_without_info_has_empty_info(virtual_tool):
+    seen = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.error("Plain"), lambda as_, c: seen.append(as_.state.error_info))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert seen == [""]
+    assert ei.value.info == "" and str(ei.value) == "Plain"
+
+
+def test_error_keyword_arguments(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.error(code="KwCode", info="kw info"))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert (ei.value.code, ei.value.info) == ("KwCode", "kw info")
+
+
+def test_error_last_exception_is_the_futoin_error(virtual_tool):
+    seen = {}
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.error("Coded", "i"), lambda as_, c: seen.update(le=as_.state.last_exception))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert isinstance(seen["le"], FutoInError)
+    assert (seen["le"].code, seen["le"].info) == ("Coded", "i")
+    assert ei.value.last_exception is seen["le"]
+
+
+class CustomError(Exception):
+    pass
+
+
+def test_python_exception_becomes_class_name_code(virtual_tool):
+    exc = CustomError("something broke")
+    seen = {}
+
+    def step(as_):
+        raise exc
+
+    def handler(as_, code):
+        seen.update(code=code, info=as_.state.error_info, le=as_.state.last_exception)
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step, handler)
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert seen["code"] == "CustomError"
+    assert seen["info"] == "something broke"
+    assert seen["le"] is exc
+    assert ei.value.code == "CustomError"
+    assert ei.value.info == "something broke"
+    assert ei.value.last_exception is exc
+    assert exc.__traceback__ is not None
+
+
+@pytest.mark.parametrize(
+    "exc, code, info",
+    [
+        (ValueError("bad value"), "ValueError", "bad value"),
+        (KeyError("k"), "KeyError", "'k'"),
+        (ZeroDivisionError("division by zero"), "ZeroDivisionError", "division by zero"),
+        (RuntimeError(), "RuntimeError", ""),
+    ],
+)
+def test_builtin_exceptions(virtual_tool, exc, code, info):
+    def step(as_):
+        raise exc
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step)
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert (ei.value.code, ei.value.info) == (code, info)
+    assert ei.value.last_exception is exc
+
+
+def test_raising_futoin_error_directly_keeps_code(virtual_tool):
+    exc = FutoInError(errors.InvalidRequest, "raised directly")
+
+    def step(as_):
+        raise exc
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step)
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert (ei.value.code, ei.value.info) == ("InvalidRequest", "raised directly")
+    assert ei.value.last_exception is exc
+
+
+def test_handler_recovers_with_values(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.error("Oops"), lambda as_, code: as_.success("recovered", code, 7))
+    as_.add(lambda as_, a, b, c: as_.success((a, b, c)))
+    assert as_.run() == ("recovered", "Oops", 7)
+
+
+def test_handler_reraises_new_code(virtual_tool):
+    seen = []
+
+    def inner_handler(as_, code):
+        seen.append(code)
+        as_.error("Translated", "from " + code)
+
+    def outer(as_):
+        as_.add(lambda as_: as_.error("Original"), inner_handler)
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(outer, lambda as_, code: seen.append((code, as_.state.error_info)))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert seen == ["Original", ("Translated", "from Original")]
+    assert ei.value.code == "Translated"
+
+
+def test_handler_raising_python_exception(virtual_tool):
+    exc = KeyError("in handler")
+    seen = {}
+
+    def handler(as_, code):
+        raise exc
+
+    def outer(as_):
+        as_.add(lambda as_: as_.error("First"), handler)
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(outer, lambda as_, code: seen.update(code=code, le=as_.state.last_exception))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert seen == {"code": "KeyError", "le": exc}
+    assert ei.value.last_exception is exc
+
+
+def test_silent_handler_continues_unwinding(virtual_tool):
+    seen = []
+
+    def outer(as_):
+        as_.add(lambda as_: as_.error("Deep"), lambda as_, c: seen.append("inner " + c))
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(outer, lambda as_, c: seen.append("outer " + c))
+    as_.add(lambda as_: seen.append("next step (not reached)"))
+    with pytest.raises(FutoInError):
+        as_.run()
+    assert seen == ["inner Deep", "outer Deep"]
+
+
+def test_handler_adding_steps_is_implicit_success(virtual_tool):
+    def handler(as_, code):
+        as_.add(lambda as_: as_.success("alt path " + code))
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.error("Primary"), handler)
+    as_.add(lambda as_, v: as_.success(v + "!"))
+    assert as_.run() == "alt path Primary!"
+
+
+def test_spec_1_2_example_exact_output(virtual_tool):
+    out = []
+
+    def l0(as_):
+        out.append("Level 0 func")
+
+        def l1(as_):
+            out.append("Level 1 func")
+            as_.error("myerror")
+
+        def l1_onerror(as_, error):
+            out.append("Level 1 onerror: " + error)
+            as_.error("newerror")
+
+        as_.add(l1, l1_onerror)
+
+    def l0_onerror(as_, error):
+        out.append("Level 0 onerror: " + error)
+        as_.success("Prm")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(l0, l0_onerror)
+
+    def func2(as_, param):
+        out.append("Level 0 func2: " + param)
+        as_.success()
+
+    as_.add(func2)
+    assert as_.run() is None
+    assert out == [
+        "Level 0 func",
+        "Level 1 func",
+        "Level 1 onerror: myerror",
+        "Level 0 onerror: newerror",
+        "Level 0 func2: Prm",
+    ]
+
+
+def test_spec_1_2_1_example_exact_output(virtual_tool):
+    out = []
+
+    def l0(as_):
+        out.append("Level 0 func")
+
+        def l1(as_):
+            out.append("Level 1 func")
+            as_.error("first")
+
+        def l1_onerror(as_, error):
+            out.append("Level 1 onerror: " + error)
+
+            def l2(as_):
+                out.append("Level 2 func")
+                as_.error("second")
+
+            as_.add(l2, lambda as_, error: out.append("Level 2 onerror: " + error))
+
+        as_.add(l1, l1_onerror)
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(l0, lambda as_, error: out.append("Level 0 onerror: " + error))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "second"
+    assert out == [
+        "Level 0 func",
+        "Level 1 func",
+        "Level 1 onerror: first",
+        "Level 2 func",
+        "Level 2 onerror: second",
+        "Level 0 onerror: second",
+    ]
+    assert out.count("Level 1 onerror: first") == 1
+
+
+def test_error_codes_constants():
+    expected = [
+        "ConnectError", "CommError", "UnknownInterface", "NotSupportedVersion", "NotImplemented",
+        "Unauthorized", "InternalError", "InvokerError", "InvalidRequest", "DefenseRejected",
+        "PleaseReauth", "SecurityError", "Timeout", "LoopBreak", "LoopCont", "PromiseReject",
+    ]
+    for name in expected:
+        assert getattr(errors, name) == name
+    assert sorted(errors.ALL_CODES) == sorted(expected)
+    assert len(set(errors.ALL_CODES)) == len(errors.ALL_CODES)
+
+
+def test_futoin_error_object():
+    cause = ValueError("x")
+    e = FutoInError("Code", "info text", cause)
+    assert isinstance(e, Exception)
+    assert e.code == "Code" and e.info == "info text" and e.last_exception is cause
+    assert str(e) == "Code: info text"
+    assert repr(e) == "FutoInError('Code', 'info text')"
+    bare = FutoInError("Bare")
+    assert bare.info == "" and bare.last_exception is None and str(bare) == "Bare"
+
+
+def test_unhandled_error_callback_sees_state(virtual_tool):
+    seen = []
+    exc = OSError("disk")
+
+    def step(as_):
+        raise exc
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step)
+    as_.execute(lambda as_, code: seen.append((code, as_.state.error_info, as_.state.last_exception)))
+    virtual_tool.run()
+    assert seen == [("OSError", "disk", exc)]
+
+
+def test_error_info_refreshed_per_error(virtual_tool):
+    seen = []
+
+    def first_handler(as_, code):
+        seen.append(as_.state.error_info)
+        as_.success()
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.error("A", "info A"), first_handler)
+    as_.add(lambda as_: as_.error("B", "info B"), lambda as_, c: seen.append(as_.state.error_info))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert seen == ["info A", "info B"]
+    assert ei.value.info == "info B"

@@ -1,0 +1,346 @@
+"""Synchronisation: Mutex, Throttle, Limiter and Python ISync subclasses,
+all in virtual time."""
+
+from __future__ import annotations
+
+import pytest
+
+from futoin_polyglot import AsyncSteps, FutoInError, ISync, Limiter, Mutex, Throttle, errors
+
+
+def hold(as_, ms):
+    """Stay inside the current step for ``ms`` of (virtual) time."""
+    as_.add(lambda as_: as_.set_timeout(ms), lambda as_, code: as_.success())
+
+
+def start_flows(tool, n, sync, log, hold_ms=0):
+    for i in range(n):
+        as_ = AsyncSteps(tool)
+
+        def crit(as_, i=i):
+            log.append(("in", i, tool.now()))
+            if hold_ms:
+                hold(as_, hold_ms)
+            as_.add(lambda as_: log.append(("out", i, tool.now())))
+
+        as_.sync(sync, crit)
+        as_.execute(lambda as_, code, i=i: log.append(("error", i, code, as_.state.error_info)))
+
+
+def test_mutex_serialises_flows(virtual_tool):
+    log = []
+    m = Mutex(tool=virtual_tool)
+    start_flows(virtual_tool, 3, m, log, hold_ms=100)
+    virtual_tool.run()
+    assert log == [
+        ("in", 0, 0), ("out", 0, 100),
+        ("in", 1, 100), ("out", 1, 200),
+        ("in", 2, 200), ("out", 2, 300),
+    ]
+
+
+def test_mutex_max_two(virtual_tool):
+    log = []
+    m = Mutex(2, tool=virtual_tool)
+    start_flows(virtual_tool, 4, m, log, hold_ms=100)
+    virtual_tool.run()
+    entries = sorted((i, t) for kind, i, t in log if kind == "in")
+    assert entries == [(0, 0), (1, 0), (2, 100), (3, 100)]
+
+
+def test_mutex_max_queue_rejects(virtual_tool):
+    log = []
+    m = Mutex(1, max_queue=1, tool=virtual_tool)
+    start_flows(virtual_tool, 3, m, log, hold_ms=10)
+    virtual_tool.run()
+    assert ("error", 2, errors.DefenseRejected, "Mutex queue limit") in log
+    assert [x for x in log if x[0] == "in"] == [("in", 0, 0), ("in", 1, 10)]
+
+
+def test_mutex_max_queue_zero(virtual_tool):
+    log = []
+    m = Mutex(1, max_queue=0, tool=virtual_tool)
+    start_flows(virtual_tool, 2, m, log, hold_ms=10)
+    virtual_tool.run()
+    assert log == [("in", 0, 0), ("error", 1, "DefenseRejected", "Mutex queue limit"), ("out", 0, 10)]
+
+
+def test_mutex_released_on_error(virtual_tool):
+    m = Mutex(tool=virtual_tool)
+    a = AsyncSteps(virtual_tool)
+    a.sync(m, lambda as_: as_.error("InCritical"))
+    b = AsyncSteps(virtual_tool)
+    b.sync(m, lambda as_: as_.success("b entered"))
+    seen = []
+    a.execute(lambda as_, code: seen.append(code))
+    assert b.run() == "b entered"
+    assert seen == ["InCritical"]
+
+
+def test_mutex_released_on_cancel(virtual_tool):
+    m = Mutex(tool=virtual_tool)
+    a = AsyncSteps(virtual_tool)
+    a.sync(m, lambda as_: as_.wait_external())
+    a.execute()
+    virtual_tool.iterate()
+    seen = []
+    b = AsyncSteps(virtual_tool)
+    b.sync(m, lambda as_: as_.success("b entered", virtual_tool.now()))
+    b.add(lambda as_, *v: seen.append(v))
+    b.execute()
+    virtual_tool.advance(50)
+    virtual_tool.iterate()
+    assert seen == []  # b waits for a
+    a.cancel()
+    c = AsyncSteps(virtual_tool)
+    c.sync(m, lambda as_: as_.success("c entered"))
+    assert c.run() == "c entered"
+    assert seen == [("b entered", 50)]
+
+
+def test_mutex_is_reentrant_for_same_flow(virtual_tool):
+    m = Mutex(tool=virtual_tool)
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(m, lambda as_: as_.sync(m, lambda as_: as_.success("inner")))
+    assert as_.run() == "inner"
+
+
+def test_mutex_treats_parallel_branches_as_separate_flows(virtual_tool):
+    m = Mutex(tool=virtual_tool)
+    log = []
+    as_ = AsyncSteps(virtual_tool)
+    p = as_.parallel()
+    for i in range(2):
+        def crit(as_, i=i):
+            log.append((i, virtual_tool.now()))
+            hold(as_, 10)
+
+        p.add(lambda as_, crit=crit: as_.sync(m, crit))
+    as_.run()
+    assert log == [(0, 0), (1, 10)]
+
+
+def test_sync_forwards_values_in_and_out(virtual_tool):
+    m = Mutex(tool=virtual_tool)
+    as_ = AsyncSteps(virtual_tool)
+    as_.success_step(5, "x")
+    assert as_.sync(m, lambda as_, v, s: as_.success(v + 1, s * 2)) is as_
+    as_.add(lambda as_, a, b: as_.success((a, b)))
+    assert as_.run() == (6, "xx")
+
+
+def test_sync_onerror_handles_critical_section_error(virtual_tool):
+    m = Mutex(tool=virtual_tool)
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(m, lambda as_: as_.error("Crit"), lambda as_, code: as_.success("handled " + code))
+    as_.sync(m, lambda as_, v: as_.success(v + ", re-entered"))
+    assert as_.run() == "handled Crit, re-entered"
+
+
+def test_isync_sync_method(virtual_tool):
+    m = Mutex(tool=virtual_tool)
+    as_ = AsyncSteps(virtual_tool)
+    assert m.sync(as_, lambda as_: as_.success("via obj.sync")) is as_
+    assert as_.run() == "via obj.sync"
+
+
+def test_throttle_entry_times(virtual_tool):
+    log = []
+    th = Throttle(2, 100, tool=virtual_tool)
+    start_flows(virtual_tool, 5, th, log)
+    virtual_tool.run()
+    assert [(i, t) for kind, i, t in log if kind == "in"] == [
+        (0, 0), (1, 0), (2, 100), (3, 100), (4, 200),
+    ]
+
+
+def test_throttle_max_queue_rejects(virtual_tool):
+    log = []
+    th = Throttle(1, 100, max_queue=1, tool=virtual_tool)
+    start_flows(virtual_tool, 3, th, log)
+    virtual_tool.run()
+    assert ("error", 2, "DefenseRejected", "Throttle queue limit") in log
+    assert [(i, t) for kind, i, t, *_ in log if kind == "in"] == [(0, 0), (1, 100)]
+
+
+def test_limiter_concurrency_and_rate(virtual_tool):
+    log = []
+    lim = Limiter(concurrent=1, max_queue=5, rate=2, period_ms=1000, burst=5, tool=virtual_tool)
+    start_flows(virtual_tool, 4, lim, log, hold_ms=10)
+    virtual_tool.run()
+    assert [(i, t) for kind, i, t, *_ in log if kind == "in"] == [(0, 0), (1, 10), (2, 1000), (3, 1010)]
+
+
+def test_limiter_rejects_beyond_queue(virtual_tool):
+    log = []
+    lim = Limiter(concurrent=1, max_queue=0, rate=10, tool=virtual_tool)
+    start_flows(virtual_tool, 3, lim, log, hold_ms=10)
+    virtual_tool.run()
+    errs = [x for x in log if x[0] == "error"]
+    assert [x[1:3] for x in errs] == [(1, "DefenseRejected"), (2, "DefenseRejected")]
+    assert [x for x in log if x[0] == "in"] == [("in", 0, 0)]
+
+
+def test_limiter_defaults(virtual_tool):
+    log = []
+    lim = Limiter(tool=virtual_tool)  # concurrent=1, max_queue=0, rate=1/s, burst=0
+    start_flows(virtual_tool, 2, lim, log)
+    virtual_tool.run()
+    assert log[0] == ("in", 0, 0)
+    assert [x[:3] for x in log if x[0] == "error"] == [("error", 1, "DefenseRejected")]
+
+
+# ---- Python ISync implementations ----
+
+
+class QueueLock(ISync):
+    """A one-at-a-time lock written in Python: waiting via wait_external()
+    and a later success() from unlock()."""
+
+    def __init__(self, tool):
+        self._tool = tool
+        self.owner = None
+        self.waiters = []
+        self.calls = []
+
+    def lock(self, as_):
+        self.calls.append(("lock", as_.root_id()))
+        if self.owner is None:
+            self.owner = as_.root_id()
+            return
+        as_.wait_external()
+        self.waiters.append(as_)
+
+    def unlock(self, as_):
+        self.calls.append(("unlock", as_.root_id()))
+        assert self.owner == as_.root_id()
+        if self.waiters:
+            nxt = self.waiters.pop(0)
+            self.owner = nxt.root_id()
+            nxt.success()
+        else:
+            self.owner = None
+
+
+def test_python_isync_serialises_with_waiting(virtual_tool):
+    lock = QueueLock(virtual_tool)
+    log = []
+    start_flows(virtual_tool, 3, lock, log, hold_ms=10)
+    virtual_tool.run()
+    assert [x for x in log if x[0] == "in"] == [("in", 0, 0), ("in", 1, 10), ("in", 2, 20)]
+    assert [c for c, _ in lock.calls] == ["lock"] * 3 + ["unlock"] * 3
+    assert lock.owner is None and lock.waiters == []
+
+
+def test_python_isync_forwards_values(virtual_tool):
+    lock = QueueLock(virtual_tool)
+    as_ = AsyncSteps(virtual_tool)
+    as_.success_step(1, 2)
+    as_.sync(lock, lambda as_, a, b: as_.success(a + b))
+    as_.add(lambda as_, s: as_.success(s * 10))
+    assert as_.run() == 30
+
+
+class CountingSync(ISync):
+    def __init__(self):
+        self.locks = 0
+        self.unlocks = 0
+
+    def lock(self, as_):
+        self.locks += 1
+
+    def unlock(self, as_):
+        self.unlocks += 1
+
+
+def test_isync_unlock_once_on_success(virtual_tool):
+    s = CountingSync()
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(s, lambda as_: as_.add(lambda as_: as_.success("ok")))
+    assert as_.run() == "ok"
+    assert (s.locks, s.unlocks) == (1, 1)
+
+
+def test_isync_unlock_once_on_error(virtual_tool):
+    s = CountingSync()
+    as_ = AsyncSteps(virtual_tool)
+
+    def crit(as_):
+        as_.add(lambda as_: as_.error("Inside"))
+
+    as_.sync(s, crit)
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "Inside"
+    assert (s.locks, s.unlocks) == (1, 1)
+
+
+def test_isync_unlock_once_on_cancel(virtual_tool):
+    s = CountingSync()
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(s, lambda as_: as_.wait_external())
+    as_.execute()
+    virtual_tool.iterate()
+    assert (s.locks, s.unlocks) == (1, 0)
+    as_.cancel()
+    virtual_tool.run()
+    assert (s.locks, s.unlocks) == (1, 1)
+
+
+def test_isync_unlock_once_on_timeout(virtual_tool):
+    s = CountingSync()
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(s, lambda as_: as_.set_timeout(100), lambda as_, code: as_.success(code))
+    assert as_.run() == "Timeout"
+    assert (s.locks, s.unlocks) == (1, 1)
+
+
+def test_isync_lock_rejection(virtual_tool):
+    class Reject(ISync):
+        def __init__(self):
+            self.unlocks = 0
+
+        def lock(self, as_):
+            as_.error(errors.DefenseRejected, "custom limit")
+
+        def unlock(self, as_):
+            self.unlocks += 1
+
+    r = Reject()
+    entered = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(r, lambda as_: entered.append(True))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert (ei.value.code, ei.value.info) == ("DefenseRejected", "custom limit")
+    assert entered == [] and r.unlocks == 0
+
+
+def test_isync_lock_raising_python_exception(virtual_tool):
+    class Broken(ISync):
+        def lock(self, as_):
+            raise RuntimeError("lock broke")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(Broken(), lambda as_: as_.success("entered"))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert (ei.value.code, ei.value.info) == ("RuntimeError", "lock broke")
+
+
+def test_duck_typed_sync_object(virtual_tool):
+    class Duck:
+        def __init__(self):
+            self.log = []
+
+        def lock(self, as_):
+            self.log.append("lock")
+
+        def unlock(self, as_):
+            self.log.append("unlock")
+
+    d = Duck()
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(d, lambda as_: d.log.append("crit"))
+    as_.run()
+    assert d.log == ["lock", "crit", "unlock"]

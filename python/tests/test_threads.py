@@ -1,0 +1,297 @@
+"""Completion from other Python threads: success()/error()/cancel() from a
+worker thread continue the flow on the loop thread, in blocking mode (with
+tool.ref()/unref()) and in asyncio mode."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from futoin_polyglot import AsyncSteps, FutoInError, Tool
+
+
+def worker(target):
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t
+
+
+# ---- blocking mode ----
+
+
+def test_blocking_success_from_thread():
+    tool = Tool()
+    seen = {}
+    payload = object()
+    threads = []
+
+    def step(as_):
+        as_.wait_external()
+        tool.ref()
+
+        def work():
+            try:
+                seen["same_in_thread"] = as_.is_same_thread()
+                seen["worker"] = threading.get_ident()
+                as_.success(payload, 7)
+            finally:
+                tool.unref()
+
+        threads.append(worker(work))
+
+    def next_step(as_, obj, n):
+        seen["next_thread"] = threading.get_ident()
+        seen["same_in_next"] = as_.is_same_thread()
+        as_.success(obj, n)
+
+    as_ = AsyncSteps(tool)
+    as_.add(step)
+    as_.add(next_step)
+    result = as_.run()
+    threads[0].join()
+    assert result[0] is payload and result[1] == 7
+    assert seen["same_in_thread"] is False
+    assert seen["next_thread"] == threading.get_ident() != seen["worker"]
+    assert seen["same_in_next"] is True
+
+
+def test_blocking_error_from_thread_after_step_returned():
+    tool = Tool()
+    go = threading.Event()
+    seen = {}
+    threads = []
+
+    def step(as_):
+        as_.wait_external()
+        tool.ref()
+
+        def work():
+            try:
+                go.wait()
+                try:
+                    as_.error("ThreadErr", "from worker")
+                except FutoInError as e:
+                    seen["raised_in_thread"] = e.code
+            finally:
+                tool.unref()
+
+        threads.append(worker(work))
+
+    def handler(as_, code):
+        seen["handler"] = (code, as_.state.error_info, threading.get_ident())
+        as_.success("recovered")
+
+    as_ = AsyncSteps(tool)
+    as_.add(step, handler)
+    as_.add(lambda as_, v: seen.__setitem__("next", v))
+    as_.execute(lambda as_, code: seen.__setitem__("unhandled", code))
+    tool.iterate()  # runs `step`; it has returned when iterate() returns
+    go.set()
+    tool.run()
+    threads[0].join()
+    assert seen["raised_in_thread"] == "ThreadErr"
+    assert seen["handler"] == ("ThreadErr", "from worker", threading.get_ident())
+    assert seen["next"] == "recovered"
+    assert "unhandled" not in seen
+
+
+@pytest.mark.parametrize("how", ["success", "error"])
+def test_blocking_completion_from_thread_while_step_still_running(how):
+    """The worker completes the step before the loop thread has returned from
+    the step's callback (a worker that is simply fast). success() and
+    handle_error() are "any thread" calls: both must reach the flow."""
+    tool = Tool()
+    seen = {}
+
+    def step(as_):
+        as_.wait_external()
+
+        def work():
+            seen["same_in_thread"] = as_.is_same_thread()
+            if how == "success":
+                as_.success("from worker")
+            else:
+                try:
+                    as_.error("WorkerErr", "early")
+                except FutoInError as e:
+                    seen["raised_in_thread"] = e.code
+
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()  # deterministic: the worker finishes inside this callback
+
+    def handler(as_, code):
+        as_.success("handled " + code + ": " + as_.state.error_info)
+
+    as_ = AsyncSteps(tool)
+    as_.add(step, handler)
+    as_.add(lambda as_, v: as_.success(v, threading.get_ident()))
+    result = as_.run()
+    assert seen["same_in_thread"] is False
+    expected = "from worker" if how == "success" else "handled WorkerErr: early"
+    assert result == (expected, threading.get_ident())
+
+
+def test_blocking_many_threads_complete_many_flows():
+    tool = Tool()
+    results = []
+    threads = []
+
+    for i in range(20):
+        def step(as_, i=i):
+            as_.wait_external()
+            tool.ref()
+
+            def work():
+                try:
+                    as_.success(i * 3)
+                finally:
+                    tool.unref()
+
+            threads.append(worker(work))
+
+        as_ = AsyncSteps(tool)
+        as_.add(step)
+        as_.add(lambda as_, v: results.append((v, threading.get_ident())))
+        as_.execute()
+    tool.run()
+    for t in threads:
+        t.join()
+    assert sorted(v for v, _ in results) == [i * 3 for i in range(20)]
+    assert {tid for _, tid in results} == {threading.get_ident()}
+
+
+# ---- asyncio mode ----
+
+
+def test_asyncio_success_from_thread(arun):
+    async def main():
+        seen = {}
+        threads = []
+
+        def step(as_):
+            as_.wait_external()
+
+            def work():
+                seen["same_in_thread"] = as_.is_same_thread()
+                seen["worker"] = threading.get_ident()
+                as_.success("threaded")
+
+            threads.append(worker(work))
+
+        as_ = AsyncSteps()
+        as_.add(step)
+        as_.add(lambda as_, v: as_.success(v, threading.get_ident(), as_.is_same_thread()))
+        result = await as_
+        threads[0].join()
+        return result, seen
+
+    (value, tid, same), seen = arun(main())
+    assert value == "threaded"
+    assert tid == threading.get_ident() != seen["worker"]
+    assert same is True
+    assert seen["same_in_thread"] is False
+
+
+def test_asyncio_error_from_thread_after_step_returned(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        seen = {}
+        threads = []
+
+        def step(as_):
+            as_.wait_external()
+
+            def work():
+                try:
+                    as_.error("AsyncThreadErr", "worker info")
+                except FutoInError as e:
+                    seen["raised_in_thread"] = e.code
+
+            # started from the loop after this callback has returned
+            loop.call_soon(lambda: threads.append(worker(work)))
+
+        def handler(as_, code):
+            as_.success(code, as_.state.error_info, threading.get_ident())
+
+        as_ = AsyncSteps()
+        as_.add(step, handler)
+        result = await as_
+        threads[0].join()
+        return result, seen
+
+    result, seen = arun(main())
+    assert result == ("AsyncThreadErr", "worker info", threading.get_ident())
+    assert seen["raised_in_thread"] == "AsyncThreadErr"
+
+
+def test_asyncio_error_from_thread_while_step_still_running(arun):
+    async def main():
+        def step(as_):
+            as_.wait_external()
+
+            def work():
+                try:
+                    as_.error("EarlyErr", "fast worker")
+                except FutoInError:
+                    pass
+
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+
+        as_ = AsyncSteps()
+        as_.add(step, lambda as_, code: as_.success(code, as_.state.error_info))
+        return await as_
+
+    assert arun(main()) == ("EarlyErr", "fast worker")
+
+
+def test_asyncio_cancel_from_thread(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        cancelled = loop.create_future()
+        waiting = loop.create_future()
+        out = []
+
+        def step(as_):
+            as_.set_cancel(lambda as_: cancelled.set_result(threading.get_ident()))
+            waiting.set_result(True)
+
+        as_ = AsyncSteps()
+        as_.add(step, lambda as_, code: out.append(code))
+        as_.add(lambda as_: out.append("next"))
+        as_.promise()
+        await waiting
+        t = worker(as_.cancel)
+        tid = await cancelled
+        t.join()
+        return tid, out
+
+    tid, out = arun(main())
+    assert tid == threading.get_ident()
+    assert out == []
+
+
+def test_asyncio_many_threads(arun):
+    async def main():
+        threads = []
+
+        def make(i):
+            def step(as_):
+                as_.wait_external()
+                threads.append(worker(lambda: as_.success(i)))
+
+            as_ = AsyncSteps()
+            as_.add(step)
+            as_.add(lambda as_, v: as_.success(v, as_.is_same_thread()))
+            return as_.promise()
+
+        results = await asyncio.gather(*[make(i) for i in range(32)])
+        for t in threads:
+            t.join()
+        return results
+
+    assert arun(main()) == [(i, True) for i in range(32)]
