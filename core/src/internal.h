@@ -96,6 +96,7 @@ struct FutoInAsyncTool_
     /* step engine pools (steps.c) */
     fpool step_pool;
     fpool strand_pool;
+    fpool small_pool; /* stack() allocations up to FTN_SMALL_ALLOC */
     struct fflow* free_flows;
     uint64_t next_root_id;
     uint32_t burst;
@@ -183,8 +184,13 @@ typedef struct falloc
 {
     struct falloc* next;
     void (*cleanup)(void* value);
+    FutoInAsyncTool* pool; /* small allocations come from the tool's pool */
     /* max-aligned payload follows */
 } falloc;
+
+/* stack() payloads up to this size are pooled per tool (wrappers keep one
+ * small record per step there) */
+#define FTN_SMALL_ALLOC 64
 
 struct fstrand;
 
@@ -297,6 +303,7 @@ FTN_HIDDEN void* fflow_state_var(
 
 FTN_HIDDEN void fstep_free_allocs(fstep* s);
 FTN_HIDDEN void* fstep_stack(fstep* s, size_t size, void (*cleanup)(void*));
+FTN_HIDDEN size_t fstep_small_item_size(void);
 
 /* engine entry points used by the API slots */
 FTN_HIDDEN fstep* feng_add(fstep* s, int kind, void* data);

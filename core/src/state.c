@@ -70,14 +70,31 @@ void fflow_vars_free(fflow* fl)
 
 #define FALLOC_HDR ((sizeof(falloc) + alignof(max_align_t) - 1) / alignof(max_align_t) * alignof(max_align_t))
 
+size_t fstep_small_item_size(void)
+{
+    return FALLOC_HDR + FTN_SMALL_ALLOC;
+}
+
 void* fstep_stack(fstep* s, size_t size, void (*cleanup)(void*))
 {
     if (size > SIZE_MAX - FALLOC_HDR) {
         return NULL;
     }
-    falloc* a = ftn_calloc(FALLOC_HDR + size);
-    if (!a) {
-        return NULL;
+    falloc* a;
+    FutoInAsyncTool* t = s->flow ? s->flow->tool : NULL;
+    if (t && size <= FTN_SMALL_ALLOC) {
+        a = fpool_get(&t->small_pool);
+        if (!a) {
+            return NULL;
+        }
+        memset(a, 0, FALLOC_HDR + size);
+        a->pool = t;
+    } else {
+        a = ftn_calloc(FALLOC_HDR + size);
+        if (!a) {
+            return NULL;
+        }
+        a->pool = NULL;
     }
     a->cleanup = cleanup;
     a->next = s->allocs;
@@ -94,6 +111,10 @@ void fstep_free_allocs(fstep* s)
         if (a->cleanup) {
             a->cleanup((char*)a + FALLOC_HDR);
         }
-        ftn_free(a);
+        if (a->pool) {
+            fpool_put(&a->pool->small_pool, a);
+        } else {
+            ftn_free(a);
+        }
     }
 }

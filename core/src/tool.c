@@ -26,6 +26,7 @@ FutoInAsyncTool* futoin_tool_new(void)
     fpool_init(&t->task_pool, sizeof(ftask), offsetof(ftask, next), 64);
     fpool_init(&t->step_pool, sizeof(fstep), offsetof(fstep, next), 256);
     fpool_init(&t->strand_pool, sizeof(fstrand), offsetof(fstrand, sib_next), 32);
+    fpool_init(&t->small_pool, fstep_small_item_size(), offsetof(falloc, next), 64);
     t->burst = 100;
     t->clock = ftool_monotonic_ms;
     t->owner = pthread_self();
@@ -48,6 +49,7 @@ void futoin_tool_free(FutoInAsyncTool* t)
     fpool_destroy(&t->task_pool);
     fpool_destroy(&t->step_pool);
     fpool_destroy(&t->strand_pool);
+    fpool_destroy(&t->small_pool);
     ftn_free(t->heap);
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->cond);

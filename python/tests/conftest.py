@@ -19,7 +19,7 @@ from futoin_polyglot import AsyncSteps, FutoInError
 
 # Only used so that a bug that leaves a flow pending fails the test instead of
 # hanging the whole run; no test depends on how fast anything completes.
-HANG_GUARD_S = 60.0
+HANG_GUARD_S = 30.0
 
 
 def run_async(coro):

@@ -312,3 +312,28 @@ def test_error_info_refreshed_per_error(virtual_tool):
         as_.run()
     assert seen == ["info A", "info B"]
     assert ei.value.info == "info B"
+
+
+def test_unicode_code_and_info(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.error("Ошибка", "info \u00e9\u4e2d\U0001f600"),
+            lambda as_, code: as_.success(code, as_.state.error_info))
+    assert as_.run() == ("Ошибка", "info \u00e9\u4e2d\U0001f600")
+
+
+def test_exception_with_broken_str(virtual_tool):
+    class BadStr(Exception):
+        def __str__(self):
+            raise RuntimeError("no str for you")
+
+    exc = BadStr()
+
+    def step(as_):
+        raise exc
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step)
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "BadStr"
+    assert ei.value.last_exception is exc

@@ -223,12 +223,21 @@ typedef struct ToolObject
     int virtual_time;
 } ToolObject;
 
+/* One spare view: a callback that did not keep its view gives it back, so
+ * a run of steps reuses one object instead of allocating a view per step. */
+static StepsObject* g_spare_view;
+
 static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
 {
-    PyTypeObject* type = g_ViewType ? g_ViewType : &StepsType;
-    StepsObject* v = (StepsObject*)type->tp_alloc(type, 0);
-    if (!v) {
-        return NULL;
+    StepsObject* v = g_spare_view;
+    if (v && Py_TYPE(v) == (g_ViewType ? g_ViewType : &StepsType)) {
+        g_spare_view = NULL;
+    } else {
+        PyTypeObject* type = g_ViewType ? g_ViewType : &StepsType;
+        v = (StepsObject*)type->tp_alloc(type, 0);
+        if (!v) {
+            return NULL;
+        }
     }
     v->bsi = bsi;
     v->tool = tool ? tool : Py_None;
@@ -238,6 +247,19 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->model = NULL;
     v->weakrefs = NULL;
     return v;
+}
+
+/* Drop our reference to a step view; keep it as the spare when nobody else
+ * holds it (then it is never seen again by user code). */
+static void view_release(StepsObject* v)
+{
+    if (Py_REFCNT(v) == 1 && !g_spare_view && !v->owns && !v->model && !v->weakrefs) {
+        v->bsi = NULL;
+        Py_CLEAR(v->tool);
+        g_spare_view = v;
+        return;
+    }
+    Py_DECREF(v);
 }
 
 /* A step's Python callables, kept in its owner's stack() memory and released
@@ -426,7 +448,7 @@ static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const Fu
     } else {
         Py_DECREF(r);
     }
-    Py_DECREF(v);
+    view_release(v);
 }
 
 static void tr_exec(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
@@ -453,7 +475,7 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
                 raise_into_flow(bsi);
             }
             Py_XDECREF(r);
-            Py_DECREF(v);
+            view_release(v);
         }
         Py_DECREF(c);
     }

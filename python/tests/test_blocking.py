@@ -1,0 +1,149 @@
+"""Blocking mode without asyncio: AsyncSteps.run(), futoin_polyglot.run(),
+Tool.run()/iterate()/advance()/now() in virtual time."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import futoin_polyglot as fp
+from futoin_polyglot import AsyncSteps, FutoInError, Tool
+from futoin_polyglot.testing import make_virtual_tool
+
+
+def test_run_returns_result():
+    as_ = AsyncSteps(Tool())
+    as_.add(lambda as_: as_.add(lambda as_: as_.success("deep")))
+    as_.add(lambda as_, v: as_.success(v, len(v)))
+    assert as_.run() == ("deep", 4)
+
+
+def test_run_raises_futoin_error():
+    as_ = AsyncSteps(Tool())
+    as_.add(lambda as_: as_.error("Blocked", "info"))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert (ei.value.code, ei.value.info) == ("Blocked", "info")
+
+
+def test_module_run_drives_default_tool():
+    result = []
+
+    def worker():
+        # a fresh thread has its own default tool, untouched by other tests
+        as_ = AsyncSteps()
+        assert as_._tool is fp.get_tool()
+        as_.add(lambda as_: as_.success(1))
+        as_.add(lambda as_, v: result.append(v + 1))
+        as_.execute()
+        assert result == []
+        fp.run()
+        result.append("after run")
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert result == [2, "after run"]
+
+
+def test_module_run_with_explicit_tool(virtual_tool):
+    out = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.set_timeout(2500), lambda as_, c: out.append((c, virtual_tool.now())))
+    as_.execute(lambda as_, c: None)
+    fp.run(virtual_tool)
+    assert out == [("Timeout", 2500)]
+
+
+def test_virtual_time_ten_second_timeout(virtual_tool):
+    assert virtual_tool.virtual_time is True
+    assert virtual_tool.now() == 0
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.set_timeout(10_000))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "Timeout"
+    assert virtual_tool.now() == 10_000
+
+
+def test_virtual_tool_fixture_and_factory():
+    t = make_virtual_tool()
+    assert isinstance(t, Tool) and t.virtual_time is True
+    assert Tool().virtual_time is False
+
+
+def test_timers_fire_in_deadline_order(virtual_tool):
+    order = []
+    for ms in (300, 100, 200, 100):
+        as_ = AsyncSteps(virtual_tool)
+        as_.add(lambda as_, ms=ms: as_.set_timeout(ms),
+                lambda as_, c, ms=ms: (order.append((ms, virtual_tool.now())), as_.success()))
+        as_.execute()
+    virtual_tool.run()
+    assert order == [(100, 100), (100, 100), (200, 200), (300, 300)]
+
+
+def test_iterate_next_delay_and_advance(virtual_tool):
+    out = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.set_timeout(300), lambda as_, c: (out.append(c), as_.success()))
+    as_.execute()
+    assert virtual_tool.iterate() == 300  # step ran; next deadline in 300 ms
+    assert virtual_tool.next_delay() == 300
+    assert out == []
+    virtual_tool.advance(299)
+    assert virtual_tool.now() == 299
+    assert virtual_tool.next_delay() == 1
+    assert out == []
+    # with nothing else to do, iterate() jumps virtual time to the deadline
+    assert virtual_tool.iterate() < 0  # nothing left afterwards
+    assert out == ["Timeout"]
+    assert virtual_tool.now() == 300
+
+
+def test_tool_ref_keeps_run_alive_until_unref():
+    tool = Tool()
+    started = threading.Event()
+    out = []
+    tool.ref()
+
+    def unref_later():
+        started.wait()
+        out.append("unref")
+        tool.unref()
+
+    t = threading.Thread(target=unref_later)
+    t.start()
+    flow = AsyncSteps(tool)
+    flow.add(lambda as_: (out.append("step"), started.set()))
+    flow.execute()
+    tool.run()  # returns only once the other thread dropped its reference
+    out.append("run returned")
+    t.join()
+    assert out == ["step", "unref", "run returned"]
+
+
+def test_run_again_after_completion(virtual_tool):
+    first = AsyncSteps(virtual_tool)
+    first.success_step("one")
+    assert first.run() == "one"
+    second = AsyncSteps(virtual_tool)
+    second.success_step("two")
+    assert second.run() == "two"
+
+
+def test_tool_address_and_burst():
+    t = Tool(burst=4)
+    assert isinstance(t.address(), int) and t.address() != 0
+    n = [0]
+
+    def body(as_):
+        n[0] += 1
+        if n[0] == 50:
+            as_.break_loop()
+
+    as_ = AsyncSteps(t)
+    as_.loop(body)
+    as_.run()
+    assert n[0] == 50

@@ -1,0 +1,312 @@
+"""C interop: C steps (CStep) compiled at test time against the headers
+shipped in the installed package, mixed with Python steps in one flow.
+
+A missing C compiler FAILS these tests (CI has ``cc``): they never skip."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+import futoin_polyglot
+from futoin_polyglot import AsyncSteps, CStep, FutoInError, StepHandle
+
+C_SOURCE = r"""
+#include <futoin/binarysteps.h>
+#include <string.h>
+
+static const FutoInType k_i32 = {FTN_TYPE_INT32, NULL};
+static const FutoInType k_f64 = {FTN_TYPE_DOUBLE, NULL};
+static const FutoInType k_str = {FTN_TYPE_STRING, NULL};
+
+static void succeed_i32(FutoInAsyncSteps* bsi, int32_t v)
+{
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_i32;
+    out.arg0.i32 = v;
+    bsi->api->success(bsi, &out);
+}
+
+/* success(INT32): *data or 42 */
+void c_answer(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    succeed_i32(bsi, data ? *(const int32_t*)data : 42);
+}
+
+/* receives a Python int (INT64), returns it + 1 as INT32 */
+void c_increment(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    const FutoInType* t = args->arg0.type;
+    if (!t || (t->flags & FTN_BASE_TYPE_MASK) != FTN_TYPE_INT64) {
+        bsi->api->handle_error(bsi, "TypeMismatch", "expected INT64");
+        return;
+    }
+    succeed_i32(bsi, (int32_t)(args->arg0.i64 + 1));
+}
+
+/* receives a Python float (DOUBLE) and str (STRING): returns d * 2, len */
+void c_double_and_len(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    if (!args->arg0.type || (args->arg0.type->flags & FTN_BASE_TYPE_MASK) != FTN_TYPE_DOUBLE
+        || !args->arg1.type || (args->arg1.type->flags & FTN_BASE_TYPE_MASK) != FTN_TYPE_STRING) {
+        bsi->api->handle_error(bsi, "TypeMismatch", "expected DOUBLE, STRING");
+        return;
+    }
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_f64;
+    out.arg0.d = args->arg0.d * 2;
+    out.arg1.type = &k_i32;
+    out.arg1.i32 = (int32_t)strlen(args->arg1.cstr);
+    bsi->api->success(bsi, &out);
+}
+
+void c_fail(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->handle_error(bsi, "CError", "raised in C");
+}
+
+/* C error handler: recovers with a string built from the code and error_info */
+static char g_msg[256];
+void c_recover(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)data;
+    const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+    strcpy(g_msg, "C handled ");
+    strncat(g_msg, code, 100);
+    strcat(g_msg, "/");
+    strncat(g_msg, info ? info : "(null)", 100);
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_str;
+    out.arg0.cstr = g_msg;
+    out.arg0.length = (uint32_t)strlen(g_msg);
+    bsi->api->success(bsi, &out);
+}
+
+/* waits with a timeout: the Timeout error unwinds to Python */
+void c_wait_timeout(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->setTimeout(bsi, data ? *(const uint32_t*)data : 100);
+}
+
+/* adds a Python step (a StepHandle) as its own sub-step */
+typedef struct { FutoInAsyncSteps_execute_callback fn; void* data; } py_step;
+void c_add_python(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    const py_step* s = data;
+    bsi->api->add(bsi, s->data, s->fn, NULL);
+}
+
+/* called directly through ctypes with a step's binary() */
+int c_is_same_thread(FutoInAsyncSteps* bsi)
+{
+    return bsi->api->is_same_thread(bsi);
+}
+"""
+
+_LIB = {}
+
+
+def clib():
+    """Compile and load the test library once; fail (never skip) without cc."""
+    if "lib" in _LIB:
+        return _LIB["lib"]
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.fail("no C compiler (cc) found: the C interop tests need one")
+    include = os.path.join(os.path.dirname(futoin_polyglot.__file__), "include")
+    assert os.path.isfile(os.path.join(include, "futoin", "binarysteps.h")), include
+    build = tempfile.mkdtemp(prefix="futoin_cinterop_")
+    src = os.path.join(build, "csteps.c")
+    so = os.path.join(build, "libcsteps.so")
+    with open(src, "w") as f:
+        f.write(C_SOURCE)
+    proc = subprocess.run(
+        [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I", include, "-o", so, src],
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        pytest.fail("compiling the C test steps failed:\n" + proc.stderr)
+    lib = ctypes.CDLL(so)
+    _LIB["lib"] = lib
+    return lib
+
+
+def addr(name):
+    return ctypes.cast(getattr(clib(), name), ctypes.c_void_p).value
+
+
+def cstep(name, data=None, keep=None, onerror=None):
+    return CStep(addr(name), data, keep=(clib(), keep), onerror=onerror)
+
+
+def test_headers_are_shipped():
+    inc = os.path.join(os.path.dirname(futoin_polyglot.__file__), "include", "futoin")
+    for h in ("binarysteps.h", "binaryval.h", "core.h"):
+        assert os.path.isfile(os.path.join(inc, h)), h
+
+
+def test_c_step_int32_reaches_python_as_int(virtual_tool):
+    got = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(cstep("c_answer"))
+    as_.add(lambda as_, v: got.append(v))
+    as_.run()
+    assert got == [42]
+    assert type(got[0]) is int
+
+
+def test_c_step_with_data_pointer(virtual_tool):
+    value = ctypes.c_int32(-123456)
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(cstep("c_answer", ctypes.addressof(value), keep=value))
+    assert as_.run() == -123456
+
+
+def test_python_values_reach_c_and_back(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.success(41))
+    as_.add(cstep("c_increment"))
+    as_.add(lambda as_, v: as_.success(float(v) / 4, "x" * v))
+    as_.add(cstep("c_double_and_len"))
+    assert as_.run() == (21.0, 42)
+
+
+def test_c_steps_chain_and_substep_of_python_step(virtual_tool):
+    def py(as_):
+        as_.add(cstep("c_answer"))
+        as_.add(cstep("c_increment"))  # INT32 from C is not INT64: type mismatch
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(py, lambda as_, code: as_.success(code, as_.state.error_info))
+    assert as_.run() == ("TypeMismatch", "expected INT64")
+
+
+def test_c_handle_error_handled_by_python_onerror(virtual_tool):
+    seen = {}
+
+    def handler(as_, code):
+        seen["code"] = code
+        seen["info"] = as_.state.error_info
+        as_.success("python recovered")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.add(cstep("c_fail")), handler)
+    as_.add(lambda as_, v: as_.success(v + "!"))
+    assert as_.run() == "python recovered!"
+    assert seen == {"code": "CError", "info": "raised in C"}
+
+
+def test_c_error_unhandled_reaches_run(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(cstep("c_fail"))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert (ei.value.code, ei.value.info) == ("CError", "raised in C")
+
+
+def test_c_step_with_c_error_handler(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(cstep("c_fail", onerror=cstep("c_recover")))
+    as_.add(lambda as_, s: as_.success(s, type(s)))
+    assert as_.run() == ("C handled CError/raised in C", str)
+
+
+class PyStep(ctypes.Structure):
+    _fields_ = [("fn", ctypes.c_void_p), ("data", ctypes.c_void_p)]
+
+
+def test_c_error_handler_catches_python_exception(virtual_tool):
+    """C step -> Python sub-step that raises -> the C step's C error handler
+    sees the Python exception's class name and message."""
+
+    def py_fail(as_):
+        raise ValueError("py side")
+
+    handle = StepHandle(py_fail, virtual_tool)
+    pair = PyStep(handle.execute_callback, handle.data)
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(cstep("c_add_python", ctypes.addressof(pair), keep=pair, onerror=cstep("c_recover")))
+    assert as_.run() == "C handled ValueError/py side"
+    handle.close()
+
+
+def test_c_timeout_in_virtual_time(virtual_tool):
+    ms = ctypes.c_uint32(7000)
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.add(cstep("c_wait_timeout", ctypes.addressof(ms), keep=ms)),
+            lambda as_, code: as_.success(code, virtual_tool.now()))
+    assert as_.run() == ("Timeout", 7000)
+
+
+def test_c_step_adds_python_step_via_step_handle(virtual_tool):
+    got = []
+
+    def py_sub(as_, *args):
+        got.append(("python sub-step", args, as_.is_same_thread()))
+        as_.success("from python")
+
+    handle = StepHandle(py_sub, virtual_tool)
+    pair = PyStep(handle.execute_callback, handle.data)
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(cstep("c_add_python", ctypes.addressof(pair), keep=pair))
+    as_.add(lambda as_, v: as_.success(v.upper()))
+    assert as_.run() == "FROM PYTHON"
+    assert got == [("python sub-step", (), True)]
+    handle.close()
+
+
+def test_c_steps_in_parallel_and_loops(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_.state.total = 0
+    p = as_.parallel()
+    for _ in range(3):
+        def branch(as_):
+            as_.add(cstep("c_answer"))
+            as_.add(lambda as_, v: as_.state.__setitem__("total", as_.state.total + v))
+
+        p.add(branch)
+
+    def body(as_, i):
+        as_.add(lambda as_: as_.success(i))
+        as_.add(cstep("c_increment"))
+        as_.add(lambda as_, v: as_.state.__setitem__("total", as_.state.total + v))
+
+    as_.repeat(4, body)
+    as_.add(lambda as_: as_.success(as_.state.total))
+    assert as_.run() == 3 * 42 + (1 + 2 + 3 + 4)
+
+
+def test_c_step_in_copied_model(virtual_tool):
+    model = AsyncSteps(virtual_tool)
+    model.add(cstep("c_answer"))
+    model.add(cstep("c_fail", onerror=cstep("c_recover")))
+    a = AsyncSteps(virtual_tool).copy_from(model)
+    b = AsyncSteps(virtual_tool).copy_from(model)
+    assert a.run() == "C handled CError/raised in C"
+    assert b.run() == "C handled CError/raised in C"
+
+
+def test_c_sees_binary_of_python_view(virtual_tool):
+    fn = clib().c_is_same_thread
+    fn.argtypes = [ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    seen = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: seen.append(fn(as_.binary())))
+    as_.run()
+    assert seen == [1]

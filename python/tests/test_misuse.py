@@ -1,0 +1,326 @@
+"""Misuse: bad arguments raise TypeError/ValueError at the call, engine misuse
+inside steps becomes InternalError in the flow; never a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+import futoin_polyglot as fp
+from futoin_polyglot import (
+    AsyncSteps, CStep, FutoInError, ISync, Limiter, Mutex, Throttle, Tool, errors, wrap,
+)
+
+
+def noop(as_, *args):
+    pass
+
+
+BAD_CALLS = [
+    ("add(None)", lambda a: a.add(None), TypeError),
+    ("add(123)", lambda a: a.add(123), TypeError),
+    ("add('str')", lambda a: a.add("step"), TypeError),
+    ("add() no func", lambda a: a.add(), TypeError),
+    ("add(f, 5)", lambda a: a.add(noop, 5), TypeError),
+    ("add(f, None, None)", lambda a: a.add(noop, None, None), TypeError),
+    ("add(f, bogus=1)", lambda a: a.add(noop, bogus=1), TypeError),
+    ("parallel(5)", lambda a: a.parallel(5), TypeError),
+    ("repeat(-1, f)", lambda a: a.repeat(-1, noop), ValueError),
+    ("repeat('x', f)", lambda a: a.repeat("x", noop), TypeError),
+    ("repeat(1.5, f)", lambda a: a.repeat(1.5, noop), TypeError),
+    ("repeat(2, None)", lambda a: a.repeat(2, None), TypeError),
+    ("repeat(2, f, 5)", lambda a: a.repeat(2, noop, 5), TypeError),
+    ("loop(5)", lambda a: a.loop(5), TypeError),
+    ("loop(f, 5)", lambda a: a.loop(noop, 5), TypeError),
+    ("loop(f, b'L')", lambda a: a.loop(noop, b"L"), TypeError),
+    ("for_each([], None)", lambda a: a.for_each([1], None), TypeError),
+    ("for_each([], f, 5)", lambda a: a.for_each([1], noop, 5), TypeError),
+    ("for_each(5, f)", lambda a: a.for_each(5, noop), TypeError),
+    ("set_timeout(-5)", lambda a: a.set_timeout(-5), (TypeError, ValueError)),
+    ("set_timeout('x')", lambda a: a.set_timeout("x"), (TypeError, ValueError)),
+    ("set_timeout(1.5)", lambda a: a.set_timeout(1.5), (TypeError, ValueError)),
+    ("set_timeout(None)", lambda a: a.set_timeout(None), (TypeError, ValueError)),
+    ("set_timeout(2**40)", lambda a: a.set_timeout(2**40), (TypeError, ValueError)),
+    ("set_timeout(2**70)", lambda a: a.set_timeout(2**70), (TypeError, ValueError)),
+    ("set_cancel(5)", lambda a: a.set_cancel(5), TypeError),
+    ("error(123)", lambda a: a.error(123), TypeError),
+    ("error(None)", lambda a: a.error(None), TypeError),
+    ("error('X', 5)", lambda a: a.error("X", 5), TypeError),
+    ("break_loop(5)", lambda a: a.break_loop(5), TypeError),
+    ("continue_loop(5)", lambda a: a.continue_loop(5), TypeError),
+    ("await_(5)", lambda a: a.await_(5), TypeError),
+    ("await_(None)", lambda a: a.await_(None), TypeError),
+    ("await_(lambda)", lambda a: a.await_(lambda: 1), TypeError),
+    ("sync(object(), f)", lambda a: a.sync(object(), noop), TypeError),
+    ("sync(Mutex, None)", lambda a: a.sync(Mutex(tool=a._tool), None), TypeError),
+    ("sync(Mutex, f, 5)", lambda a: a.sync(Mutex(tool=a._tool), noop, 5), TypeError),
+    ("execute(5)", lambda a: a.execute(5), TypeError),
+    ("copy_from(5)", lambda a: a.copy_from(5), TypeError),
+    ("copy_from(None)", lambda a: a.copy_from(None), TypeError),
+]
+
+
+@pytest.mark.parametrize("name, call, exc", BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
+def test_bad_arguments_on_root(virtual_tool, name, call, exc):
+    as_ = AsyncSteps(virtual_tool)
+    with pytest.raises(exc):
+        call(as_)
+    # the failed call recorded nothing: the root still runs cleanly
+    as_.success_step("still fine")
+    assert as_.run() == "still fine"
+
+
+@pytest.mark.parametrize("name, call, exc", BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
+def test_bad_arguments_inside_step(virtual_tool, name, call, exc):
+    seen = {}
+
+    def step(as_):
+        try:
+            call(as_)
+        except BaseException as e:  # noqa: BLE001 - recorded and checked below
+            seen["exc"] = e
+        as_.success("continued")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step)
+    assert as_.run() == "continued"
+    assert isinstance(seen.get("exc"), exc)
+
+
+BAD_CONSTRUCTORS = [
+    ("Mutex(max=-1)", lambda: Mutex(max=-1), ValueError),
+    ("Mutex(max='x')", lambda: Mutex(max="x"), TypeError),
+    ("Mutex(max=True)", lambda: Mutex(max=True), TypeError),
+    ("Mutex(max=1.0)", lambda: Mutex(max=1.0), TypeError),
+    ("Mutex(max=2**32)", lambda: Mutex(max=2**32), ValueError),
+    ("Mutex(max_queue=-1)", lambda: Mutex(max_queue=-1), ValueError),
+    ("Mutex(max_queue='x')", lambda: Mutex(max_queue="x"), TypeError),
+    ("Throttle('x')", lambda: Throttle("x"), TypeError),
+    ("Throttle(1, -1)", lambda: Throttle(1, -1), ValueError),
+    ("Throttle(1, max_queue=-2)", lambda: Throttle(1, max_queue=-2), ValueError),
+    ("Limiter(concurrent='x')", lambda: Limiter(concurrent="x"), TypeError),
+    ("Limiter(rate=-1)", lambda: Limiter(rate=-1), ValueError),
+    ("Limiter(burst=None)", lambda: Limiter(burst=None), TypeError),
+    ("AsyncSteps(5)", lambda: AsyncSteps(5), TypeError),
+    ("CStep(0)", lambda: CStep(0), ValueError),
+    ("CStep('x')", lambda: CStep("x"), TypeError),
+    ("wrap(0)", lambda: wrap(0), ValueError),
+    ("wrap('x')", lambda: wrap("x"), TypeError),
+    ("Tool().advance(5)", lambda: Tool().advance(5), RuntimeError),
+    ("Tool(virtual_time=True).advance(-1)", lambda: Tool(virtual_time=True).advance(-1),
+     (OverflowError, ValueError, TypeError)),
+]
+
+
+@pytest.mark.parametrize("name, call, exc", BAD_CONSTRUCTORS, ids=[c[0] for c in BAD_CONSTRUCTORS])
+def test_bad_constructor_arguments(name, call, exc):
+    with pytest.raises(exc):
+        call()
+
+
+def test_cstep_is_not_callable():
+    step = CStep(1234)
+    with pytest.raises(TypeError):
+        step(None)
+
+
+def test_cstep_refuses_python_onerror(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    with pytest.raises(TypeError):
+        as_.add(CStep(1234), lambda as_, code: None)
+    as_.success_step(1)
+    assert as_.run() == 1
+
+
+def test_isync_base_lock_not_implemented(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(ISync(), lambda as_: as_.success("entered"))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "NotImplementedError"
+
+
+# ---- engine misuse inside steps -> InternalError ----
+
+
+def internal_error_of(virtual_tool, step):
+    seen = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step, lambda as_, code: seen.append((code, as_.state.error_info)))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == errors.InternalError
+    assert seen and seen[0][0] == "InternalError"
+    return seen[0][1]
+
+
+def test_success_twice(virtual_tool):
+    def step(as_):
+        as_.success(1)
+        as_.success(2)
+
+    assert "twice" in internal_error_of(virtual_tool, step)
+
+
+def test_success_after_add(virtual_tool):
+    def step(as_):
+        as_.add(noop)
+        as_.success(1)
+
+    assert "add" in internal_error_of(virtual_tool, step)
+
+
+def test_add_after_success(virtual_tool):
+    def step(as_):
+        as_.success(1)
+        as_.add(noop)
+
+    assert "success" in internal_error_of(virtual_tool, step)
+
+
+def test_error_after_success(virtual_tool):
+    def step(as_):
+        as_.success(1)
+        as_.error("Late")
+
+    internal_error_of(virtual_tool, step)
+
+
+def test_execute_on_a_step(virtual_tool):
+    def step(as_):
+        as_.execute()
+
+    assert "root" in internal_error_of(virtual_tool, step)
+
+
+def test_execute_twice_while_running(virtual_tool):
+    seen = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.set_timeout(100), lambda as_, c: as_.success())
+    as_.execute(lambda as_, code: seen.append(("first", code)))
+    as_.execute(lambda as_, code: seen.append(("second", code)))
+    virtual_tool.run()
+    assert ("second", "InternalError") in seen
+    assert ("first", "InternalError") not in seen
+
+
+def test_stale_step_view_raises_not_crashes(virtual_tool):
+    box = {}
+
+    def keep(as_):
+        box["view"] = as_
+
+    def use(as_):
+        old = box["view"]
+        for call in (lambda: old.add(noop), lambda: old.set_timeout(5), lambda: old.set_cancel(noop),
+                     lambda: old.loop(noop), lambda: old.repeat(1, noop)):
+            try:
+                call()
+                box.setdefault("no_error", []).append(call)
+            except RuntimeError:
+                box["runtime_errors"] = box.get("runtime_errors", 0) + 1
+        as_.success(bool(old))
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(keep)
+    as_.add(use)
+    assert as_.run() is False
+    assert box.get("runtime_errors", 0) >= 1
+
+
+def test_freed_root_raises(virtual_tool):
+    as_ = AsyncSteps(virtual_tool)
+    as_._free()
+    assert not as_
+    with pytest.raises(RuntimeError):
+        as_.add(noop)
+    with pytest.raises(RuntimeError):
+        as_.state
+    with pytest.raises(RuntimeError):
+        as_.binary()
+
+
+@pytest.fixture
+def fresh_asyncio_policy():
+    """No asyncio loop has ever been set in this thread (as in a program that
+    never used asyncio), whatever earlier tests did."""
+    old = asyncio.get_event_loop_policy()
+    policy = asyncio.DefaultEventLoopPolicy()
+    asyncio.set_event_loop_policy(policy)
+    try:
+        yield policy
+    finally:
+        loop = getattr(policy._local, "_loop", None)
+        if loop is not None:
+            loop.close()
+        asyncio.set_event_loop_policy(old)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_await_outside_asyncio_fails_in_flow(virtual_tool, fresh_asyncio_policy):
+    """await_() on a flow that no asyncio loop drives cannot work; the flow
+    must fail with an error instead of waiting forever (and run() must not
+    report it as a success)."""
+
+    async def coro():
+        return 1
+
+    c = coro()
+    as_ = AsyncSteps(virtual_tool)
+    as_.await_(c)
+    try:
+        with pytest.raises(FutoInError):
+            as_.run()
+    finally:
+        c.close()
+
+
+def test_run_of_flow_left_waiting_is_not_a_success(virtual_tool):
+    """A flow that waits for an external event nobody will deliver (no
+    ref() held) leaves run() when the tool is idle; the flow did not
+    complete, so run() must not return as if it succeeded without values."""
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.wait_external())
+    as_.add(lambda as_: as_.success("never"))
+    with pytest.raises(Exception):
+        as_.run()
+
+
+def test_error_in_cancel_handler_does_not_break_flow(virtual_tool, monkeypatch):
+    out = []
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+
+    def step(as_):
+        def bad_cancel(as_):
+            out.append("cancel ran")
+            raise ValueError("cancel handler failure")
+
+        as_.set_cancel(bad_cancel)
+        as_.set_timeout(10)
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step, lambda as_, code: as_.success(code))
+    assert as_.run() == "Timeout"
+    assert out == ["cancel ran"]
+    assert [str(u.exc_value) for u in unraisable] == ["cancel handler failure"]
+
+
+def test_exception_in_unhandled_error_callback_is_contained(virtual_tool, monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+
+    def cb(as_, code):
+        raise ValueError("in unhandled callback")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.error("X"))
+    as_.execute(cb)
+    virtual_tool.run()
+    assert [str(u.exc_value) for u in unraisable] == ["in unhandled callback"]
+    after = AsyncSteps(virtual_tool)
+    after.success_step("tool still works")
+    assert after.run() == "tool still works"
