@@ -1030,3 +1030,26 @@ void feng_tool_release(FutoInAsyncTool* t)
         strand_free_bufs(st);
     }
 }
+
+int futoin_steps_execute_burst(FutoInAsyncSteps* root)
+{
+    if (!futoin_steps_is_native(root)) {
+        return 0;
+    }
+    fstep* s = fstep_of(root);
+    if (s->kind != FK_ROOT || s->state == FS_FREE) {
+        return 0;
+    }
+    fflow* fl = s->flow;
+    FutoInAsyncTool* t = fl->tool;
+    /* never inside the tool's own callbacks: that would run a flow inline */
+    if (t->running || !ftool_is_loop_thread(t) || !(fl->flags & FL_RUNNING) || !fl->main.task.queued) {
+        return 0;
+    }
+    ftool_task_remove(t, &fl->main.task);
+    t->running = 1;
+    strand_run(&fl->main);
+    t->running = 0;
+    ftool_rearm(t);
+    return 1;
+}

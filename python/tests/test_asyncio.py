@@ -34,10 +34,52 @@ def test_promise_returns_asyncio_future(arun):
         as_.success_step("v")
         fut = as_.promise()
         assert isinstance(fut, asyncio.Future)
-        assert not fut.done()  # execute() never runs inline
-        return await fut
+        # documented (promise()): like the JS reference, the first burst runs
+        # right away, so a flow that needs no I/O is already done
+        assert fut.done()
+        waiting = AsyncSteps()
+        waiting.await_(asyncio.sleep(0, result="w"))
+        fut2 = waiting.promise()
+        assert not fut2.done()
+        return await fut, await fut2
 
-    assert arun(main()) == "v"
+    assert arun(main()) == ("v", "w")
+
+
+def test_promise_from_inside_a_step_does_not_run_inline(arun):
+    async def main():
+        out = []
+        inner_done = []
+
+        def step(as_):
+            inner = AsyncSteps()
+            inner.add(lambda as_: out.append("inner step"))
+            fut = inner.promise()
+            inner_done.append(fut.done())
+            out.append("outer step end")
+            as_.await_(fut)
+
+        as_ = AsyncSteps()
+        as_.add(step)
+        await as_
+        return out, inner_done
+
+    out, inner_done = arun(main())
+    assert out == ["outer step end", "inner step"]
+    assert inner_done == [False]
+
+
+def test_promise_twice_is_internal_error(arun):
+    async def main():
+        as_ = AsyncSteps()
+        as_.await_(asyncio.sleep(0, result=1))
+        first = as_.promise()
+        second = as_.promise()
+        with pytest.raises(FutoInError) as ei:
+            await second
+        return await first, ei.value.code
+
+    assert arun(main()) == (1, "InternalError")
 
 
 def test_await_flow_error_raises_futoin_error(arun):

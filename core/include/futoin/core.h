@@ -132,6 +132,12 @@ FUTOIN_API int futoin_abi_version(void);
 
 /* A root; release it with bsi->api->free(bsi). */
 FUTOIN_API FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool);
+/* Run the first burst of an executed root now, on the loop thread, the way
+ * the JS reference's execute() does; the ABI execute() only schedules. Does
+ * nothing (returns 0) inside the tool's own callbacks, on another thread, or
+ * when the root is not waiting for its first turn. Returns 1 when it ran. */
+FUTOIN_API int futoin_steps_execute_burst(FutoInAsyncSteps* root);
+
 /* The tool of any bsi of this implementation; NULL for a foreign pointer. */
 FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
 /* 1 when `bsi` was made by this library. */

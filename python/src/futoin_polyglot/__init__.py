@@ -105,20 +105,28 @@ class _AsyncioDriver:
         self.tool.set_hooks(None)
 
 
+_last_driver = None  # the most recently used one: most programs have one loop
+
+
 def _driver_for(loop: asyncio.AbstractEventLoop) -> _AsyncioDriver:
+    global _last_driver
+    driver = _last_driver
+    if driver is not None and driver.loop is loop:
+        return driver
     driver = _drivers.get(loop)
     if driver is None:
         driver = _drivers[loop] = _AsyncioDriver(loop)
+    _last_driver = driver
     return driver
+
+
+_get_running_loop = asyncio.events._get_running_loop  # None instead of raising
 
 
 def get_tool() -> Tool:
     """The tool for new flows: the running asyncio loop's, else this
     thread's blocking tool."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
+    loop = _get_running_loop()
     if loop is not None:
         return _driver_for(loop).tool
     tool = getattr(_tls, "tool", None)
@@ -269,23 +277,38 @@ class AsyncSteps(AsyncStepsBase):
 
     def promise(self) -> "asyncio.Future":
         """Execute on the running asyncio loop; the future gets the last
-        step's result (None, one value, or a tuple) or a FutoInError."""
-        loop = asyncio.get_running_loop()
+        step's result (None, one value, or a tuple) or a FutoInError. As in
+        the JS reference, the flow's first burst of steps runs right away
+        (unless called from inside another flow's step)."""
+        loop = _get_running_loop()
+        if loop is None:
+            raise RuntimeError("promise() needs a running asyncio loop; use run() without one")
         if self._tool is not _driver_for(loop).tool:
             raise RuntimeError("this flow belongs to another tool than the running loop's")
         fut = loop.create_future()
+        key = id(self)
+        if _running.get(key) is self:
+            AsyncStepsBase.execute(self, None)  # the engine reports InternalError
+            fut.set_exception(FutoInError(errors.InternalError, "execute() called twice"))
+            return fut
+        _running[key] = self  # closures hold the key only (see execute)
 
         def capture(as_, *args):
+            _running.pop(key, None)
             if not fut.done():
                 fut.set_result(None if not args else args[0] if len(args) == 1 else args)
 
         def unhandled(as_, code):
+            _running.pop(key, None)
             if not fut.done():
                 st = as_.state
                 fut.set_exception(FutoInError(code, st["error_info"], st["last_exception"]))
 
         self._add_hidden(capture)
-        self.execute(unhandled)
+        AsyncStepsBase.execute(self, unhandled)
+        # like the JS reference's execute(): the first burst runs now, so a
+        # flow that needs no I/O is already done and `await` does not yield
+        self._execute_burst()
         return fut
 
     def __await__(self):

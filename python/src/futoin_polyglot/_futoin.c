@@ -563,6 +563,15 @@ static void record_model(StepsObject* self, const char* kind, PyObject* const* a
     if (!self->model) {
         return;
     }
+    if (self->model == Py_None) {
+        /* a root records from its first add: make the list then */
+        PyObject* l = PyList_New(0);
+        if (!l) {
+            PyErr_Clear();
+            return;
+        }
+        Py_SETREF(self->model, l);
+    }
     PyObject* t = PyTuple_New(n + 1);
     PyObject* k = t ? PyUnicode_InternFromString(kind) : NULL; /* interned: cheap after the first */
     if (!k) {
@@ -1222,7 +1231,8 @@ static PyObject* Steps_new_instance(StepsObject* self, PyObject* unused)
     StepsObject* v = view_new(root, self->tool);
     if (v) {
         v->owns = 1;
-        v->model = PyList_New(0);
+        Py_INCREF(Py_None);
+        v->model = Py_None;
     }
     return (PyObject*)v;
 }
@@ -1292,6 +1302,15 @@ static PyObject* Steps_get_state(StepsObject* self, void* closure)
     return d;
 }
 
+static PyObject* Steps_execute_burst(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    return PyBool_FromLong(futoin_steps_execute_burst(self->bsi));
+}
+
 static PyObject* Steps_binary(StepsObject* self, PyObject* unused)
 {
     (void)unused;
@@ -1337,6 +1356,9 @@ static int Steps_bool(StepsObject* self)
 static PyObject* Steps_get_model(StepsObject* self, void* closure)
 {
     (void)closure;
+    if (self->model == Py_None) {
+        return PyList_New(0); /* a root with nothing recorded yet */
+    }
     PyObject* m = self->model ? self->model : Py_None;
     Py_INCREF(m);
     return m;
@@ -1402,7 +1424,8 @@ static PyObject* Steps_new(PyTypeObject* type, PyObject* args, PyObject* kw)
     v->tool = tool;
     Py_INCREF(tool);
     v->owns = 1;
-    v->model = PyList_New(0);
+    Py_INCREF(Py_None);
+    v->model = Py_None; /* becomes a list on the first recorded add */
     return (PyObject*)v;
 }
 
@@ -1434,6 +1457,7 @@ static PyMethodDef Steps_methods[] = {
         {"is_same_thread", (PyCFunction)Steps_is_same_thread, METH_NOARGS, "True on the loop thread"},
         {"_free", (PyCFunction)Steps_free, METH_NOARGS, "release a root now"},
         {"_add_hidden", (PyCFunction)Steps_add_hidden, METH_O, "add a step that copy_from does not copy"},
+        {"_execute_burst", (PyCFunction)Steps_execute_burst, METH_NOARGS, "run the first burst now"},
         {"stack", (PyCFunction)(void (*)(void))Steps_stack, METH_VARARGS | METH_KEYWORDS,
          "stack(size, cleanup=None): a zeroed bytearray; cleanup(buf) runs when the step ends"},
         {"_defer", (PyCFunction)Steps_defer, METH_VARARGS, "_defer(ms, func): a timer on the flow's tool"},
