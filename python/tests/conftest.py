@@ -15,8 +15,6 @@ import asyncio
 
 import pytest
 
-from futoin_polyglot import AsyncSteps, FutoInError
-
 # Only used so that a bug that leaves a flow pending fails the test instead of
 # hanging the whole run; no test depends on how fast anything completes.
 HANG_GUARD_S = 30.0
@@ -34,22 +32,3 @@ def run_async(coro):
 @pytest.fixture
 def arun():
     return run_async
-
-
-def run_flow(as_):
-    """Blocking run of a root: ('ok', result) or ('error', code, info)."""
-    try:
-        return ("ok", as_.run())
-    except FutoInError as e:
-        return ("error", e.code, e.info)
-
-
-@pytest.fixture
-def flow_result():
-    return run_flow
-
-
-@pytest.fixture
-def vflow(virtual_tool):
-    """A new root on the virtual-time tool."""
-    return lambda: AsyncSteps(virtual_tool)

@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-import futoin_polyglot as fp
 from futoin_polyglot import (
     AsyncSteps, CStep, FutoInError, ISync, Limiter, Mutex, Throttle, Tool, errors, wrap,
 )

@@ -887,3 +887,64 @@ def test_copy_from_replays_sync_parallel_onerror_and_labels(virtual_tool):
         as_ = AsyncSteps(virtual_tool).copy_from(model)
         assert as_.run() == "model done"
         assert log == ["in mutex", "parallel onerror ParFail"]
+
+
+def _make_step(nparams):
+    ns = {}
+    params = ", ".join(f"a{i}" for i in range(nparams))
+    exec(f"def step(as_, {params}):\n    as_.success(({params},))", ns)  # noqa: S102
+    return ns["step"]
+
+
+@pytest.mark.parametrize("given, nparams", [(1, 20), (20, 25), (5, 16)])
+def test_missing_required_values_are_none_for_many_params(virtual_tool, given, nparams):
+    """JS-style leniency holds whatever the number of parameters."""
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.success(*range(given)))
+    as_.add(_make_step(nparams))
+    result = run_ok(as_)
+    assert result == tuple(range(given)) + (None,) * (nparams - given)
+
+
+def run_ok(as_):
+    try:
+        return as_.run()
+    except FutoInError as e:
+        pytest.fail(f"flow failed: {e.code}: {e.info}")
+
+
+def test_timeout_of_outer_step_cancels_waiting_substep(virtual_tool):
+    out = []
+
+    def outer(as_):
+        as_.set_timeout(100)
+
+        def inner(as_):
+            as_.set_cancel(lambda as_: out.append(("inner cancel", virtual_tool.now())))
+
+        as_.add(inner)
+        as_.add(lambda as_: out.append("inner second step (never)"))
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(outer, lambda as_, code: (out.append(("outer onerror", code, virtual_tool.now())), as_.success()))
+    as_.run()
+    assert out == [("inner cancel", 100), ("outer onerror", "Timeout", 100)]
+
+
+def test_nested_parallel_failure_cancels_everything(virtual_tool):
+    out = []
+
+    def branch1(as_):
+        p2 = as_.parallel()
+        p2.add(lambda as_: as_.set_cancel(lambda as_: out.append("nested waiting cancelled")))
+        p2.add(lambda as_: as_.add(lambda as_: as_.set_timeout(50)))
+
+    as_ = AsyncSteps(virtual_tool)
+    p = as_.parallel()
+    p.add(branch1)
+    p.add(lambda as_: as_.add(lambda as_: as_.set_cancel(lambda as_: out.append("sibling cancelled"))))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "Timeout"
+    assert virtual_tool.now() == 50
+    assert sorted(out) == ["nested waiting cancelled", "sibling cancelled"]

@@ -230,6 +230,10 @@ class AsyncSteps(AsyncStepsBase):
             raise TypeError(f"await_() needs an awaitable, not {type(awaitable).__name__}")
 
         def step(as_):
+            if _get_running_loop() is None:
+                if asyncio.iscoroutine(awaitable):
+                    awaitable.close()
+                as_.error(errors.InternalError, "await_() needs a flow driven by a running asyncio loop")
             fut = asyncio.ensure_future(awaitable)
             cancelled = []
 
@@ -333,7 +337,11 @@ class AsyncSteps(AsyncStepsBase):
         self._tool.run()
         if "error" in box:
             raise box["error"]
-        return box.get("result")
+        if "result" not in box:
+            raise FutoInError(errors.InternalError,
+                              "the flow did not complete: it waits for an external event and nothing "
+                              "is scheduled (hold tool.ref() while another thread will complete it)")
+        return box["result"]
 
     def __repr__(self):
         return f"<AsyncSteps at 0x{self.binary():x}>" if self._tool is not None else "<AsyncSteps>"

@@ -332,6 +332,29 @@ static pyfrag* pyfrag_new(FutoInAsyncSteps* owner, PyObject* func, PyObject* one
 
 /* ---- exceptions into the flow ---- */
 
+static int on_loop_thread(FutoInAsyncSteps* bsi)
+{
+    return bsi->api->is_same_thread(bsi);
+}
+
+static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc);
+
+/* handle_error() from outside a callback; from another thread it posts (the
+ * GIL is released meanwhile) and last_exception stays as it was, since state
+ * belongs to the loop thread */
+static void external_error(FutoInAsyncSteps* bsi, const char* code, const char* info, PyObject* exc)
+{
+    if (on_loop_thread(bsi)) {
+        if (exc) {
+            set_last_exception(bsi, exc);
+        }
+        bsi->api->handle_error(bsi, code, info);
+        return;
+    }
+    Py_BEGIN_ALLOW_THREADS bsi->api->handle_error(bsi, code, info);
+    Py_END_ALLOW_THREADS
+}
+
 static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc)
 {
     FutoInBinaryValue* slot = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
@@ -384,51 +407,55 @@ static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const Fu
         raise_into_flow(bsi);
         return;
     }
+    PyObject* pack = args && args->arg0.type == &k_py_pack ? args->arg0.custom_data : NULL;
+    Py_ssize_t nvals = pack ? PyTuple_GET_SIZE(pack) : 4;
+    Py_ssize_t first = extra ? 2 : 1;
+    Py_ssize_t cap = first + nvals;
+    if (f->nargs >= 0 && func == f->func && 1 + f->nreq > cap) {
+        cap = 1 + f->nreq;
+    }
     PyObject* stack[16];
-    PyObject** argv = stack;
+    PyObject** argv = cap <= (Py_ssize_t)(sizeof(stack) / sizeof(stack[0])) ? stack : PyMem_Malloc((size_t)cap * sizeof(PyObject*));
+    if (!argv) {
+        PyErr_NoMemory();
+        raise_into_flow(bsi);
+        view_release(v);
+        return;
+    }
     Py_ssize_t n = 0;
     argv[n++] = (PyObject*)v;
-    PyObject* pack = NULL;
     if (extra) {
         argv[n++] = extra;
     }
-    if (args) {
-        if (args->arg0.type == &k_py_pack) {
-            pack = args->arg0.custom_data;
-            Py_ssize_t np = PyTuple_GET_SIZE(pack);
-            if (np + 2 > (Py_ssize_t)(sizeof(stack) / sizeof(stack[0]))) {
-                argv = PyMem_Malloc((size_t)(np + 2) * sizeof(PyObject*));
-                argv[0] = (PyObject*)v;
-            }
-            for (Py_ssize_t i = 0; i < np; ++i) {
-                argv[n] = PyTuple_GET_ITEM(pack, i);
-                Py_INCREF(argv[n]);
-                ++n;
-            }
-        } else {
-            for (int i = 0; i < 4; ++i) {
-                if (args->args[i].type) {
-                    PyObject* o = value_to_py(&args->args[i]);
-                    if (!o) {
-                        PyErr_Clear();
-                        o = Py_None;
-                        Py_INCREF(o);
-                    }
-                    argv[n++] = o;
+    if (pack) {
+        for (Py_ssize_t i = 0; i < nvals; ++i) {
+            argv[n] = PyTuple_GET_ITEM(pack, i);
+            Py_INCREF(argv[n]);
+            ++n;
+        }
+    } else if (args) {
+        for (int i = 0; i < 4; ++i) {
+            if (args->args[i].type) {
+                PyObject* o = value_to_py(&args->args[i]);
+                if (!o) {
+                    PyErr_Clear();
+                    o = Py_None;
+                    Py_INCREF(o);
                 }
+                argv[n++] = o;
             }
         }
     }
-    Py_ssize_t first = extra ? 2 : 1;
     Py_ssize_t got = n;
     if (f->nargs >= 0 && func == f->func) {
-        /* nargs/nreq count every parameter after as_, the loop index too */
+        /* JS-style: extra values dropped, missing required ones are None;
+         * nargs/nreq count every parameter after as_, the loop index too */
         Py_ssize_t want = 1 + f->nargs;
         Py_ssize_t req = 1 + f->nreq;
         if (n > want) {
             n = want;
         }
-        while (n < req && n < (Py_ssize_t)(sizeof(stack) / sizeof(stack[0])) && argv == stack) {
+        while (n < req) {
             argv[n++] = Py_None;
             Py_INCREF(Py_None);
             ++got;
@@ -743,10 +770,10 @@ static PyObject* Steps_error(StepsObject* self, PyObject* args, PyObject* kw)
     if (!exc) {
         return NULL;
     }
-    if (!self->in_cb) {
-        set_last_exception(self->bsi, exc);
-        self->bsi->api->handle_error(self->bsi, PyUnicode_AsUTF8(code),
-                                     info == Py_None ? NULL : PyUnicode_AsUTF8(info));
+    if (!self->in_cb || !on_loop_thread(self->bsi)) {
+        /* from outside the step's callback (or another thread): report now;
+         * inside it, the trampoline reports the raised exception */
+        external_error(self->bsi, PyUnicode_AsUTF8(code), info == Py_None ? NULL : PyUnicode_AsUTF8(info), exc);
     }
     PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
     Py_DECREF(exc);
@@ -761,10 +788,7 @@ static PyObject* Steps_fail(StepsObject* self, PyObject* args)
     if (!PyArg_ParseTuple(args, "s|OO:_fail", &code, &info, &exc) || check_usable(self)) {
         return NULL;
     }
-    if (exc != Py_None) {
-        set_last_exception(self->bsi, exc);
-    }
-    self->bsi->api->handle_error(self->bsi, code, info == Py_None ? NULL : PyUnicode_AsUTF8(info));
+    external_error(self->bsi, code, info == Py_None ? NULL : PyUnicode_AsUTF8(info), exc == Py_None ? NULL : exc);
     if (PyErr_Occurred()) {
         return NULL;
     }
@@ -789,8 +813,8 @@ static PyObject* loop_control(StepsObject* self, PyObject* args, const char* cod
     if (!exc) {
         return NULL;
     }
-    if (!self->in_cb) {
-        self->bsi->api->handle_error(self->bsi, code, label == Py_None ? "" : PyUnicode_AsUTF8(label));
+    if (!self->in_cb || !on_loop_thread(self->bsi)) {
+        external_error(self->bsi, code, label == Py_None ? "" : PyUnicode_AsUTF8(label), NULL);
     }
     PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
     Py_DECREF(exc);
