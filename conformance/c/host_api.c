@@ -34,26 +34,6 @@ typedef struct host_run
 
 static host_run* g_current; /* the runner drives one scenario at a time */
 
-void conf_trace(conf_run* run, const char* text)
-{
-    if (run->ntrace < sizeof(run->trace) / sizeof(run->trace[0])) {
-        run->trace[run->ntrace++] = strdup(text);
-    } else {
-        run->overflow = 1;
-    }
-}
-
-void conf_fail(conf_run* run, const char* fmt, ...)
-{
-    if (run->error[0]) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(run->error, sizeof(run->error), fmt, ap);
-    va_end(ap);
-}
-
 static uint64_t host_now(void* loop)
 {
     host_run* h = loop;
