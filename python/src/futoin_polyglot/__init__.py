@@ -162,7 +162,12 @@ class AsyncSteps(AsyncStepsBase):
     __slots__ = ()
 
     def __new__(cls, tool: "Tool | None" = None):
-        return super().__new__(cls, tool if tool is not None else get_tool())
+        if tool is None:
+            # the common case inline: the loop used last (see _driver_for)
+            loop = _get_running_loop()
+            d = _last_driver
+            tool = d.tool if loop is not None and d is not None and d.loop is loop else get_tool()
+        return AsyncStepsBase.__new__(cls, tool)
 
     # -- execution: a running root stays alive until its flow ends --
 
@@ -287,7 +292,8 @@ class AsyncSteps(AsyncStepsBase):
         loop = _get_running_loop()
         if loop is None:
             raise RuntimeError("promise() needs a running asyncio loop; use run() without one")
-        if self._tool is not _driver_for(loop).tool:
+        d = _last_driver
+        if (d.tool if d is not None and d.loop is loop else _driver_for(loop).tool) is not self._tool:
             raise RuntimeError("this flow belongs to another tool than the running loop's")
         fut = loop.create_future()
         key = id(self)
