@@ -98,23 +98,36 @@ static void* api_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*
 
 static void api_cancel(FutoInAsyncSteps* bsi);
 
+/* a post is for the life of the step it was made for, not a reused slot */
+static int post_current(fpost* m, const char* slot)
+{
+    fstep* s = fstep_of(m->bsi);
+    if (s->state == FS_FREE || s->gen != m->gen) {
+        report(slot, "from another thread, for a step that has already ended");
+        return 0;
+    }
+    return 1;
+}
+
 static void post_success(fpost* m)
 {
-    if (fstep_of(m->bsi)->state != FS_FREE) {
+    if (post_current(m, "success()")) {
         feng_success(fstep_of(m->bsi), &m->args);
     }
 }
 
 static void post_error(fpost* m)
 {
-    if (fstep_of(m->bsi)->state != FS_FREE) {
+    if (post_current(m, "handle_error()")) {
         feng_error(fstep_of(m->bsi), m->code, m->info);
     }
 }
 
 static void post_cancel(fpost* m)
 {
-    api_cancel(m->bsi);
+    if (post_current(m, "cancel()")) {
+        api_cancel(m->bsi);
+    }
 }
 
 static fpost* post_new(FutoInAsyncSteps* bsi, void (*fn)(fpost*))
@@ -123,6 +136,7 @@ static fpost* post_new(FutoInAsyncSteps* bsi, void (*fn)(fpost*))
     if (m) {
         m->bsi = bsi;
         m->fn = fn;
+        m->gen = __atomic_load_n(&fstep_of(bsi)->gen, __ATOMIC_RELAXED);
     }
     return m;
 }

@@ -59,6 +59,7 @@ typedef struct fpost
     struct fpost* next;
     void (*fn)(struct fpost* msg);
     FutoInAsyncSteps* bsi;
+    uint32_t gen; /* of the step when posted */
     FutoInArgs args;
     char* code;
     char* info;
@@ -190,7 +191,7 @@ typedef struct falloc
 
 /* stack() payloads up to this size are pooled per tool (wrappers keep one
  * small record per step there) */
-#define FTN_SMALL_ALLOC 64
+#define FTN_SMALL_ALLOC 128
 
 struct fstrand;
 
@@ -219,6 +220,7 @@ typedef struct fstep
     uint8_t kind;
     uint8_t state;
     uint16_t flags;
+    uint32_t gen; /* bumped on each reuse: stale cross-thread posts are dropped */
     union
     {
         struct

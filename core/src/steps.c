@@ -28,6 +28,7 @@ static fstep* step_get(fflow* fl)
     }
     /* field by field: a memset of this size becomes `rep stos`, slow to start */
     *(const FutoInAsyncStepsAPI**)&s->iface.api = &ftn_steps_api;
+    __atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELAXED); /* a new life of the slot */
     s->next = NULL;
     s->parent = NULL;
     s->flow = fl;
@@ -627,6 +628,9 @@ static int strand_unwind(fstrand* st)
         f->state = FS_CANCEL;
         cb(&f->iface, f->cancel_data);
         f->state = state;
+        if (f->flow->flags & (FL_CANCEL_REQ | FL_FREE_REQ)) {
+            return R_CONT; /* cancelled meanwhile: no error handler runs */
+        }
     }
     frame_unlock(f);
 
@@ -904,6 +908,13 @@ static void step_timeout_cb(void* data)
     s->timer = NULL;
     fstrand* st = s->strand;
     if (st->err_pending) {
+        /* another error is unwinding first; if it is handled below this
+         * step, the deadline still stands: try again on the next turn */
+        ftimer* tm = ftool_timer_start(s->flow->tool, 0, step_timeout_cb, s);
+        if (tm) {
+            s->timer = tm;
+            s->timer_gen = tm->gen;
+        }
         return;
     }
     fstep* top = st->top;
@@ -957,6 +968,11 @@ void feng_cancel(fflow* fl)
         return;
     }
     flow_cancel_now(fl);
+    if (fl->flags & FL_FREE_REQ) {
+        /* a cancel handler freed the root meanwhile */
+        fl->flags &= ~FL_FREE_REQ;
+        feng_flow_free(fl);
+    }
 }
 
 fflow* feng_flow_new(FutoInAsyncTool* t)
@@ -973,6 +989,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
         fl->tool = t;
     }
     fl->next_free = NULL;
+    __atomic_store_n(&fl->base.gen, fl->base.gen + 1, __ATOMIC_RELAXED);
     fl->base.kind = FK_ROOT;
     fl->base.state = FS_IDLE;
     fl->base.flow = fl;

@@ -22,6 +22,7 @@ typedef struct fwaiter
     ptrdiff_t root_id;
     void* owner; /* the primitive */
     int granted;
+    int* on_grant; /* optional: set to 1 when granted, 0 when given back */
 } fwaiter;
 
 typedef struct fwaitq
@@ -35,9 +36,9 @@ FTN_HIDDEN void fwaitq_push(fwaitq* q, fwaiter* w);
 FTN_HIDDEN void fwaitq_remove(fwaitq* q, fwaiter* w);
 FTN_HIDDEN fwaiter* fwaitq_pop(fwaitq* q);
 /* Queue the caller (or reject it with DefenseRejected + info when full). */
-FTN_HIDDEN void fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps* bsi, ptrdiff_t rid,
-                            void* owner, const char* reject_info,
-                            FutoInAsyncSteps_cancel_callback on_cancel);
+FTN_HIDDEN fwaiter* fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps* bsi, ptrdiff_t rid,
+                                void* owner, const char* reject_info,
+                                FutoInAsyncSteps_cancel_callback on_cancel);
 
 typedef struct fowner
 {
@@ -75,6 +76,9 @@ typedef struct fthrottle
 FTN_HIDDEN int fmutex_init(fmutex* m, FutoInAsyncTool* tool, uint32_t max, uint32_t max_queue);
 FTN_HIDDEN void fmutex_destroy(fmutex* m);
 FTN_HIDDEN void fmutex_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);
+/* lock that reports holding: *held is 1 from the moment the mutex is this
+ * caller's (at once, or when granted after waiting), 0 if given back */
+FTN_HIDDEN void fmutex_lock_held(FutoInAsyncSteps* bsi, FutoInSync* sync, int* held);
 FTN_HIDDEN void fmutex_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
 FTN_HIDDEN void fmutex_release(fmutex* m, ptrdiff_t rid);
 

@@ -23,33 +23,50 @@ void futoin_limiter_options_init(FutoInLimiterOptions* opts)
     }
 }
 
+/* one lock attempt: whether it holds the mutex part yet */
+typedef struct lim_attempt
+{
+    flimiter* lim;
+    int held;
+} lim_attempt;
+
 static void lim_take_mutex(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)args;
-    flimiter* l = data;
-    fmutex_lock(bsi, &l->mutex.iface);
+    lim_attempt* a = data;
+    fmutex_lock_held(bsi, &a->lim->mutex.iface, &a->held);
 }
 
 static void lim_take_throttle(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)args;
-    flimiter* l = data;
-    fthrottle_lock(bsi, &l->throttle.iface);
+    lim_attempt* a = data;
+    fthrottle_lock(bsi, &a->lim->throttle.iface);
 }
 
-/* Runs when the lock step fails or is cancelled: give the mutex back. */
+/* Runs when the lock step fails or is cancelled: give back the mutex part,
+ * but only if this attempt took it (an outer re-entrant hold stays). */
 static void lim_lock_cancel(FutoInAsyncSteps* bsi, void* data)
 {
-    flimiter* l = data;
-    fmutex_release(&l->mutex, bsi->api->rootId(bsi));
+    lim_attempt* a = data;
+    if (a->held) {
+        a->held = 0;
+        fmutex_release(&a->lim->mutex, bsi->api->rootId(bsi));
+    }
 }
 
 static void lim_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 {
-    flimiter* l = (flimiter*)sync;
-    bsi->api->add(bsi, l, lim_take_mutex, NULL);
-    bsi->api->add(bsi, l, lim_take_throttle, NULL);
-    bsi->api->setCancel(bsi, l, lim_lock_cancel);
+    lim_attempt* a = bsi->api->stack(bsi, sizeof(lim_attempt), NULL);
+    if (!a) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    a->lim = (flimiter*)sync;
+    a->held = 0;
+    bsi->api->add(bsi, a, lim_take_mutex, NULL);
+    bsi->api->add(bsi, a, lim_take_throttle, NULL);
+    bsi->api->setCancel(bsi, a, lim_lock_cancel);
 }
 
 static void lim_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)

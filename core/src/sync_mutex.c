@@ -72,6 +72,9 @@ static void mutex_promote(fmutex* m)
             continue;
         }
         w->granted = 1;
+        if (w->on_grant) {
+            *w->on_grant = 1;
+        }
         w->bsi->api->success(w->bsi, NULL);
     }
 }
@@ -95,27 +98,43 @@ static void mutex_cancel(FutoInAsyncSteps* bsi, void* data)
     fmutex* m = w->owner;
     if (w->granted) {
         fmutex_release(m, w->root_id); /* granted but never entered */
+        if (w->on_grant) {
+            *w->on_grant = 0;
+        }
     } else {
         fwaitq_remove(&m->queue, w);
     }
 }
 
-void fmutex_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+void fmutex_lock_held(FutoInAsyncSteps* bsi, FutoInSync* sync, int* held)
 {
     fmutex* m = (fmutex*)sync;
     ptrdiff_t rid = bsi->api->rootId(bsi);
     fowner* o = owner_find(m, rid);
     if (o) {
         ++o->count;
+        if (held) {
+            *held = 1;
+        }
         return;
     }
     if (m->nowners < m->max && !m->queue.head) {
         if (owner_add(m, rid) != 0) {
             bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "out of memory");
+        } else if (held) {
+            *held = 1;
         }
         return;
     }
-    fwaitq_wait(&m->queue, m->max_queue, bsi, rid, m, "Mutex queue limit", mutex_cancel);
+    fwaiter* w = fwaitq_wait(&m->queue, m->max_queue, bsi, rid, m, "Mutex queue limit", mutex_cancel);
+    if (w) {
+        w->on_grant = held;
+    }
+}
+
+void fmutex_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    fmutex_lock_held(bsi, sync, NULL);
 }
 
 void fmutex_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)

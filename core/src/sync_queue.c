@@ -44,24 +44,26 @@ fwaiter* fwaitq_pop(fwaitq* q)
     return w;
 }
 
-void fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps* bsi, ptrdiff_t rid, void* owner,
-                 const char* reject_info, FutoInAsyncSteps_cancel_callback on_cancel)
+fwaiter* fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps* bsi, ptrdiff_t rid, void* owner,
+                     const char* reject_info, FutoInAsyncSteps_cancel_callback on_cancel)
 {
     if (q->len >= max_queue) {
         bsi->api->handle_error(bsi, FUTOIN_ERR_DEFENSE_REJECTED, reject_info);
-        return;
+        return NULL;
     }
     fwaiter* w = bsi->api->stack(bsi, sizeof(fwaiter), NULL);
     if (!w) {
         bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "out of memory");
-        return;
+        return NULL;
     }
+    w->on_grant = NULL;
     w->bsi = bsi;
     w->root_id = rid;
     w->owner = owner;
     w->granted = 0;
     fwaitq_push(q, w);
     bsi->api->setCancel(bsi, w, on_cancel);
+    return w;
 }
 
 void futoin_sync_free(FutoInSync* sync)

@@ -14,7 +14,7 @@ void fthrottle_init(
     *(const FutoInSyncAPI**)&t->iface.api = &fthrottle_api;
     t->kind = FSYNC_THROTTLE;
     t->tool = tool;
-    t->max = max;
+    t->max = max ? max : 1;
     t->period_ms = period_ms ? period_ms : 1;
     t->max_queue = max_queue;
 }

@@ -1,0 +1,392 @@
+/* Regression tests for bugs found in review; each names what went wrong. */
+#include "helpers.h"
+
+#include <pthread.h>
+
+/* 1. free(root) from a cancel handler during an outside cancel() was lost */
+static FutoInAsyncSteps* g_root;
+static int g_cancelled;
+
+static void free_root_on_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    (void)data;
+    ++g_cancelled;
+    g_root->api->free(g_root);
+}
+
+static void waits_with_cancel(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->setCancel(bsi, NULL, free_root_on_cancel);
+}
+
+static void free_in_cancel_handler_of_outside_cancel(void** state)
+{
+    (void)state;
+    g_root = g_fx.root;
+    g_fx.root = NULL; /* freed by the test */
+    g_cancelled = 0;
+    g_root->api->add(g_root, NULL, waits_with_cancel, NULL);
+    g_root->api->execute(g_root, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    g_root->api->cancel(g_root);
+    assert_int_equal(g_cancelled, 1);
+    assert_false(g_root->api->isValid(g_root)); /* freed once cancel finished */
+}
+
+/* 2. a stale success() from another thread must not complete a reused slot */
+static FutoInAsyncSteps* g_stale;
+static int g_b1_result;
+
+static void* stale_success_thread(void* arg)
+{
+    (void)arg;
+    g_stale->api->success(g_stale, NULL);
+    return NULL;
+}
+
+static void a_times_out(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    g_stale = bsi;
+    bsi->api->setTimeout(bsi, 10);
+}
+
+static void a_handler_posts_stale(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("A:%s", code);
+    pthread_t th;
+    pthread_create(&th, NULL, stale_success_thread, NULL);
+    pthread_join(th, NULL); /* the post is queued; A is about to end */
+    bsi->api->success(bsi, NULL);
+}
+
+static void b1_waits(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    trace("B1 %s", bsi == g_stale ? "reuses" : "new");
+    bsi->api->setTimeout(bsi, 2000);
+}
+
+static void b1_eh(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("B1:%s@%u", code, (unsigned)futoin_tool_now(g_fx.tool));
+    g_b1_result = 1;
+    bsi->api->success(bsi, NULL);
+}
+
+static void b_adds_b1(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->add(bsi, NULL, b1_waits, b1_eh);
+}
+
+static void stale_cross_thread_success_is_ignored(void** state)
+{
+    (void)state;
+    g_fx.root->api->add(g_fx.root, NULL, a_times_out, a_handler_posts_stale);
+    g_fx.root->api->add(g_fx.root, NULL, b_adds_b1, NULL);
+    run_root();
+    /* whether or not B1 got A's old slot, the stale success must not end it */
+    assert_true(strstr(g_trace, "B1:Timeout@2010") != NULL);
+}
+
+/* 3. a step's timeout must not be lost when another error is pending */
+static void fail_child(void* data)
+{
+    FutoInAsyncSteps* child = data;
+    child->api->handle_error(child, "IOError", NULL);
+}
+
+static FutoInAsyncSteps* g_child;
+
+static void child_waits(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    g_child = bsi;
+    bsi->api->waitExternal(bsi);
+}
+
+static void child_recovers(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("child:%s", code);
+    bsi->api->success(bsi, NULL);
+}
+
+static void parent_with_timeout(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->add(bsi, NULL, child_waits, child_recovers);
+    bsi->api->add(bsi, "forever", f_wait, NULL);
+}
+
+static void set_fail_timer(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    /* the failing timer is set before the parent's timeout: same deadline */
+    bsi->api->add(bsi, NULL, parent_with_timeout, eh_trace);
+}
+
+static void deferred_fail_then_timeout(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->sched_deferred(bsi, 10, &g_child, NULL);
+}
+
+static void fail_g_child(void* data)
+{
+    (void)data;
+    fail_child(g_child);
+}
+
+static void parent(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->sched_deferred(bsi, 10, NULL, fail_g_child);
+    bsi->api->setTimeout(bsi, 10);
+    bsi->api->add(bsi, NULL, child_waits, child_recovers);
+    bsi->api->add(bsi, "forever", f_wait, NULL);
+}
+
+static void timeout_not_lost_while_other_error_pending(void** state)
+{
+    (void)state;
+    (void)set_fail_timer;
+    (void)deferred_fail_then_timeout;
+    g_fx.root->api->add(g_fx.root, "P", parent, eh_trace);
+    run_root();
+    assert_trace("child:IOError|forever|P:Timeout|unhandled:Timeout:");
+}
+
+/* 5. Throttle max 0 is taken as 1 (as documented), not a hang */
+static void throttled(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)bsi;
+    (void)d;
+    (void)a;
+    trace("in@%u", (unsigned)futoin_tool_now(g_fx.tool));
+}
+
+static void throttle_max_zero_is_one(void** state)
+{
+    (void)state;
+    FutoInSync* t = futoin_throttle_new(g_fx.tool, 0, 100, FUTOIN_UNLIMITED);
+    FutoInAsyncSteps* other = futoin_steps_new(g_fx.tool);
+    g_fx.root->api->addSync(g_fx.root, t, NULL, throttled, NULL);
+    other->api->addSync(other, t, NULL, throttled, NULL);
+    other->api->execute(other, NULL, NULL);
+    run_root();
+    assert_trace("in@0|in@100");
+    other->api->free(other);
+    futoin_sync_free(t);
+}
+
+/* deviation: no error handler runs once cancel() was requested */
+static void cancel_root_in_cancel_handler(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    (void)data;
+    trace("cancel handler");
+    g_fx.root->api->cancel(g_fx.root);
+}
+
+static void fails_after_set_cancel(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->setCancel(bsi, NULL, cancel_root_in_cancel_handler);
+    bsi->api->handle_error(bsi, "Boom", NULL);
+}
+
+static void no_error_handler_after_cancel_requested(void** state)
+{
+    (void)state;
+    g_fx.root->api->add(g_fx.root, NULL, fails_after_set_cancel, eh_trace);
+    run_root();
+    assert_trace("cancel handler");
+}
+
+
+/* 4. a re-entrant Limiter lock cancelled before it took the mutex must not
+ * give back the outer hold (concurrent=1 was broken) */
+static FutoInSync* g_lim;
+static int g_inside, g_max_inside;
+
+static void lim_enter(void)
+{
+    if (++g_inside > g_max_inside) {
+        g_max_inside = g_inside;
+    }
+}
+
+static void lim_done(void* d)
+{
+    FutoInAsyncSteps* bsi = d;
+    bsi->api->success(bsi, NULL);
+}
+
+static void lim_inner(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)bsi;
+    (void)d;
+    (void)a;
+}
+
+static void lim_a_tail(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->sched_deferred(bsi, 5, bsi, lim_done);
+    bsi->api->waitExternal(bsi);
+}
+
+static void lim_a_leave(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)bsi;
+    (void)d;
+    (void)a;
+    --g_inside;
+}
+
+static void lim_a(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    lim_enter();
+    bsi->api->setTimeout(bsi, 3);
+    bsi->api->addSync(bsi, g_lim, NULL, lim_inner, NULL); /* re-entrant */
+}
+
+static void lim_a_eh(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    (void)code;
+    bsi->api->add(bsi, NULL, lim_a_tail, NULL); /* still inside */
+    bsi->api->add(bsi, NULL, lim_a_leave, NULL);
+}
+
+static void lim_b(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)bsi;
+    (void)d;
+    (void)a;
+    lim_enter();
+    --g_inside;
+}
+
+static void limiter_reentrant_cancel_keeps_outer_hold(void** state)
+{
+    (void)state;
+    futoin_tool_set_burst(g_fx.tool, 1);
+    FutoInLimiterOptions o;
+    futoin_limiter_options_init(&o);
+    o.max_queue = 10;
+    o.rate = 100;
+    o.burst = 10;
+    g_lim = futoin_limiter_new(g_fx.tool, &o);
+    g_inside = g_max_inside = 0;
+    FutoInAsyncSteps* b = futoin_steps_new(g_fx.tool);
+    g_fx.root->api->addSync(g_fx.root, g_lim, NULL, lim_a, lim_a_eh);
+    b->api->addSync(b, g_lim, NULL, lim_b, NULL);
+    g_fx.root->api->execute(g_fx.root, NULL, NULL);
+    b->api->execute(b, NULL, NULL);
+    for (int i = 0; i < 200; ++i) {
+        if (futoin_tool_iterate(g_fx.tool, 1) < 0) {
+            break;
+        }
+        futoin_tool_advance(g_fx.tool, 1);
+    }
+    assert_int_equal(g_max_inside, 1);
+    assert_int_equal(g_inside, 0);
+    b->api->free(b);
+    futoin_sync_free(g_lim);
+}
+
+/* 6. addSync steps that receive values allocate nothing in steady state */
+static size_t g_allocs;
+static void* counting_malloc(size_t n)
+{
+    ++g_allocs;
+    return malloc(n);
+}
+static void* counting_realloc(void* p, size_t n)
+{
+    ++g_allocs;
+    return realloc(p, n);
+}
+
+static const FutoInType k_u32 = {FTN_TYPE_UINT32, NULL};
+
+static void send_u32(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    FutoInArgs args = args0();
+    args.arg0.type = &k_u32;
+    args.arg0.u32 = 7;
+    bsi->api->success(bsi, &args);
+}
+
+static FutoInSync* g_mutex6;
+
+static void sync_body(FutoInAsyncSteps* bsi, void* d, size_t i)
+{
+    (void)d;
+    (void)i;
+    bsi->api->add(bsi, NULL, send_u32, NULL);
+    bsi->api->addSync(bsi, g_mutex6, NULL, f_noop, NULL);
+}
+
+static size_t run_sync_loop(FutoInAsyncTool* t, size_t n)
+{
+    FutoInAsyncSteps* as = futoin_steps_new(t);
+    size_t before = g_allocs;
+    as->api->repeat(as, NULL, n, sync_body, NULL);
+    as->api->execute(as, NULL, NULL);
+    futoin_tool_run(t);
+    as->api->free(as);
+    return g_allocs - before;
+}
+
+static void sync_with_args_allocates_nothing(void** state)
+{
+    (void)state;
+    FutoInAllocator counting = {counting_malloc, counting_realloc, free};
+    futoin_set_allocator(&counting);
+    FutoInAsyncTool* t = futoin_tool_new();
+    g_mutex6 = futoin_mutex_new(t, 1, FUTOIN_UNLIMITED);
+    run_sync_loop(t, 100); /* warm up the pools */
+    size_t small = run_sync_loop(t, 1000);
+    size_t big = run_sync_loop(t, 10000);
+    futoin_sync_free(g_mutex6);
+    futoin_tool_free(t);
+    futoin_set_allocator(NULL);
+    assert_int_equal(small, big); /* nothing per step */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+            T(free_in_cancel_handler_of_outside_cancel),
+            T(stale_cross_thread_success_is_ignored),
+            T(timeout_not_lost_while_other_error_pending),
+            T(throttle_max_zero_is_one),
+            T(no_error_handler_after_cancel_requested),
+            T(limiter_reentrant_cancel_keeps_outer_hold),
+            T(sync_with_args_allocates_nothing),
+    };
+    return cmocka_run_group_tests_name("regress", tests, NULL, NULL);
+}
