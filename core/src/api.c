@@ -251,17 +251,21 @@ static fstep* add_loop(FutoInAsyncSteps* bsi, void* data, int kind, int has_f, c
         feng_misuse(s, "loop without a body callback");
         return NULL;
     }
-    char* copy = NULL;
-    if (label && !(copy = ftn_strdup(label))) {
-        feng_misuse(s, "out of memory");
-        return NULL;
-    }
     fstep* c = feng_add(s, kind, data);
     if (!c) {
-        ftn_free(copy);
         return NULL;
     }
-    c->u.loop.label = copy;
+    if (label) {
+        /* the copy lives in the loop step's own (pooled) stack memory */
+        size_t n = strlen(label) + 1;
+        char* copy = fstep_stack(c, n, NULL);
+        if (!copy) {
+            feng_misuse(s, "out of memory");
+            return c;
+        }
+        memcpy(copy, label, n);
+        c->u.loop.label = copy;
+    }
     return c;
 }
 

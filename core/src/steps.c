@@ -54,9 +54,6 @@ static fstep* step_get(fflow* fl)
 
 static void step_put(FutoInAsyncTool* t, fstep* s)
 {
-    if (s->kind == FK_LOOP || s->kind == FK_REPEAT) {
-        ftn_free(s->u.loop.label);
-    }
     s->state = FS_FREE;
     fpool_put(&t->step_pool, s);
 }
