@@ -100,6 +100,10 @@ int conf_args_from_json(const jval* list, FutoInArgs* out, char* err, size_t err
 void conf_value_format(const FutoInBinaryValue* v, char* buf, size_t len);
 void conf_args_format(const FutoInArgs* a, char* buf, size_t len);
 
+/* scenario state variables hold a FutoInBinaryValue (interp.c) */
+void* conf_state_alloc(void* data);
+void conf_state_cleanup(void* data, void* value);
+
 /* the structural part every C-family host shares (interp.c) */
 void conf_add_node(conf_run* run, conf_flow* flow, FutoInAsyncSteps* bsi, const jval* node);
 FutoInSync* conf_sync_find(conf_run* run, const char* name);

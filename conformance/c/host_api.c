@@ -274,19 +274,6 @@ EXPORT void ftnconf_format_json_value(const char* value_json, char* out, size_t 
 }
 
 /* state shared by every language of a flow: binary values in state variables */
-static void* state_alloc(void* data)
-{
-    (void)data;
-    return calloc(1, sizeof(FutoInBinaryValue));
-}
-
-static void state_cleanup(void* data, void* value)
-{
-    (void)data;
-    futoin_reset_binval(value);
-    free(value);
-}
-
 EXPORT int ftnconf_state_set_json(FutoInAsyncSteps* bsi, const char* name, const char* value_json)
 {
     char err[128];
@@ -297,7 +284,7 @@ EXPORT int ftnconf_state_set_json(FutoInAsyncSteps* bsi, const char* name, const
         return -1;
     }
     json_free(v);
-    FutoInBinaryValue* var = bsi->api->stateVariable(bsi, NULL, name, state_alloc, state_cleanup);
+    FutoInBinaryValue* var = bsi->api->stateVariable(bsi, NULL, name, conf_state_alloc, conf_state_cleanup);
     if (!var) {
         futoin_reset_binval(&nv);
         return -1;

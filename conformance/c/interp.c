@@ -225,13 +225,13 @@ static void stack_freed(void* value)
     }
 }
 
-static void* state_alloc(void* data)
+void* conf_state_alloc(void* data)
 {
     (void)data;
     return calloc(1, sizeof(FutoInBinaryValue));
 }
 
-static void state_cleanup(void* data, void* value)
+void conf_state_cleanup(void* data, void* value)
 {
     (void)data;
     futoin_reset_binval(value);
@@ -336,7 +336,7 @@ static void run_action(act_ctx* c, const jval* a)
         const char* set = json_str(json_get(v, "set"), NULL);
         const char* get = json_str(json_get(v, "get"), NULL);
         if (set) {
-            FutoInBinaryValue* var = bsi->api->stateVariable(bsi, NULL, set, state_alloc, state_cleanup);
+            FutoInBinaryValue* var = bsi->api->stateVariable(bsi, NULL, set, conf_state_alloc, conf_state_cleanup);
             FutoInBinaryValue nv;
             const jval* value = json_get(v, "value");
             if (!var || !value || conf_value_from_json(value, &nv, msg, sizeof(msg)) != 0) {
