@@ -420,40 +420,16 @@ static void saved_args_cleanup(void* value)
     fargs_reset(value);
 }
 
+/* Every kind but FK_STEP (run inline by strand_run) and loop bodies (run by
+ * loop_run) starts here. */
 static void step_exec(fstrand* st, fstep* c)
 {
     switch (c->kind) {
-    case FK_STEP:
-    case FK_LOOP_BODY:
-    case FK_REPEAT_BODY:
     case FK_SYNC_LOCK: {
-        /* one receive buffer per tool: only one step callback runs at a time */
-        FutoInArgs* in = &st->flow->tool->in_args;
-        int has_args = !fargs_empty(&st->out_args);
-        if (has_args) {
-            *in = st->out_args;
-            fargs_zero(&st->out_args);
-        }
+        /* no values reach the lock: FK_SYNC kept them for the protected step */
         c->state = FS_EXEC;
-        switch (c->kind) {
-        case FK_STEP:
-            c->fn.exec(&c->iface, c->data, in);
-            break;
-        case FK_LOOP_BODY:
-            c->fn.loop(&c->iface, c->data);
-            break;
-        case FK_REPEAT_BODY:
-            c->fn.repeat(&c->iface, c->data, c->u.iter);
-            break;
-        default: {
-            FutoInSync* sync = c->parent->u.sync.sync;
-            sync->api->lock(&c->iface, sync);
-            break;
-        }
-        }
-        if (has_args) {
-            fargs_reset(in);
-        }
+        FutoInSync* sync = c->parent->u.sync.sync;
+        sync->api->lock(&c->iface, sync);
         post_exec(st, c);
         break;
     }
