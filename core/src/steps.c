@@ -28,7 +28,6 @@ static fstep* step_get(fflow* fl)
     }
     /* field by field: a memset of this size becomes `rep stos`, slow to start */
     *(const FutoInAsyncStepsAPI**)&s->iface.api = &ftn_steps_api;
-    __atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELAXED); /* a new life of the slot */
     s->next = NULL;
     s->parent = NULL;
     s->flow = fl;
@@ -52,8 +51,18 @@ static fstep* step_get(fflow* fl)
     return s;
 }
 
+/* A slot's generation changes when it goes back to the pool, so a post
+ * from another thread for its previous life is recognised as stale. */
+static inline void step_retire(fstep* s)
+{
+    /* loop thread only; another thread reads it once when posting, and a
+     * torn or early read there only means the post is dropped as stale */
+    ++s->gen;
+}
+
 static void step_put(FutoInAsyncTool* t, fstep* s)
 {
+    step_retire(s);
     s->state = FS_FREE;
     fpool_put(&t->step_pool, s);
 }
@@ -161,6 +170,7 @@ static void frame_pop(fstrand* st, fstep* f)
     if (FTN_LIKELY(!f->timer && !f->on_cancel && !f->allocs && !f->q_head
                    && ((1u << f->kind) & FAST_POP_KINDS))) {
         st->top = f->parent;
+        step_retire(f);
         f->state = FS_FREE;
         fpool_put(&t->step_pool, f);
         return;
@@ -693,6 +703,7 @@ static void strand_run(void* data)
                         if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs
                                        && !c->on_cancel && !c->timer)) {
                             st->top = f;
+                            step_retire(c);
                             c->state = FS_FREE;
                             fpool_put(&t->step_pool, c);
                         } else {
@@ -962,7 +973,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
         fl->tool = t;
     }
     fl->next_free = NULL;
-    __atomic_store_n(&fl->base.gen, fl->base.gen + 1, __ATOMIC_RELAXED);
+    ++fl->base.gen;
     fl->base.kind = FK_ROOT;
     fl->base.state = FS_IDLE;
     fl->base.flow = fl;
