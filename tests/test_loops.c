@@ -323,6 +323,34 @@ static void loop_label_is_copied(void** state)
     assert_trace("after");
 }
 
+static void body_break_with_exception(FutoInAsyncSteps* bsi, void* d)
+{
+    (void)d;
+    FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    futoin_reset_binval(le);
+    *le = val_heap_str("exception of the break");
+    bsi->api->breakLoop(bsi, NULL);
+}
+
+static void check_last_exception(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    trace(le->type ? "kept" : "cleared");
+}
+
+static void handled_loop_control_clears_last_exception(void** state)
+{
+    (void)state;
+    g_heap_cleanups = 0;
+    g_fx.root->api->loop(g_fx.root, NULL, body_break_with_exception, NULL);
+    g_fx.root->api->add(g_fx.root, NULL, check_last_exception, NULL);
+    run_root();
+    assert_trace("cleared"); /* as the JS reference: a handled break is no failure */
+    assert_int_equal(g_heap_cleanups, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +370,7 @@ int main(void)
             T(loop_control_seen_by_inner_handlers),
             T(loop_completes_without_args),
             T(loop_label_is_copied),
+            T(handled_loop_control_clears_last_exception),
     };
     return cmocka_run_group_tests_name("loops", tests, NULL, NULL);
 }

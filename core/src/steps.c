@@ -621,6 +621,9 @@ static int strand_unwind(fstrand* st)
     if ((f->kind == FK_LOOP || f->kind == FK_REPEAT) && is_loop_match(f, strand_code(st), &cont)) {
         frame_drop_queue(f->flow->tool, f);
         st->err_pending = 0;
+        /* a handled break/continue is no failure: like the JS reference,
+         * it leaves no last_exception behind */
+        futoin_reset_binval(&f->flow->last_exception);
         if (cont) {
             f->state = FS_SUB;
         } else {
