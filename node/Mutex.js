@@ -1,0 +1,19 @@
+'use strict';
+
+/**
+ * @file Mutex: at most `max` flows inside at once, re-entrant per flow,
+ * others wait in a queue of at most `max_queue` (null: unlimited) or get
+ * DefenseRejected.
+ */
+
+const { NativeSync, N, onTestTool, queueLimit, positive } = require('./lib/syncobj');
+
+class Mutex extends NativeSync {
+    constructor(max = 1, max_queue = null) {
+        super(N.mutexNew(onTestTool(), positive(max, 'max'), queueLimit(max_queue)));
+        this._max = max;
+        this._max_queue = max_queue;
+    }
+}
+
+module.exports = Mutex;

@@ -1,0 +1,23 @@
+'use strict';
+
+/**
+ * @file Throttle: at most `max` entries per `period_ms`, others wait in a
+ * queue of at most `max_queue` (null: unlimited) or get DefenseRejected.
+ */
+
+const { NativeSync, N, onTestTool, queueLimit, positive } = require('./lib/syncobj');
+
+class Throttle extends NativeSync {
+    constructor(max, period_ms = 1e3, max_queue = null) {
+        if (max === undefined) {
+            throw new TypeError('Throttle(max, period_ms, max_queue): max is required');
+        }
+        super(N.throttleNew(onTestTool(), positive(max, 'max'), positive(period_ms, 'period_ms'),
+            queueLimit(max_queue)));
+        this._max = max;
+        this._period_ms = period_ms;
+        this._max_queue = max_queue;
+    }
+}
+
+module.exports = Throttle;

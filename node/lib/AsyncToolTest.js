@@ -1,0 +1,99 @@
+'use strict';
+
+/**
+ * @file AsyncToolTest: events run only when the test asks for them. Flows
+ * created while it is installed (installAsyncToolTest()) and the events of
+ * callLater()/callImmediate() share one C scheduler in virtual time, so
+ * nextEvent() and run() step through both in deadline order without waiting.
+ */
+
+const N = require('./binding');
+
+const events = new Map();
+let next_key = 1;
+
+exports = module.exports = {};
+
+/**
+ * Schedule `func` after `timeout_ms` of virtual time.
+ * @param {Function} func - callback
+ * @param {number} [timeout_ms=0] - delay
+ * @returns {object} handle for cancelCall()
+ */
+exports.callLater = function(func, timeout_ms = 0) {
+    if (typeof func !== 'function') {
+        throw new TypeError('callLater() expects a function');
+    }
+    const key = next_key++;
+    const e = { f: func, t: N.testNow() + (timeout_ms || 0), _key: key, _h: null };
+    events.set(key, e);
+    e._h = N.testLater(key, timeout_ms || 0);
+    return e;
+};
+
+exports.cancelCall = function(handle) {
+    if (handle && events.get(handle._key) === handle) {
+        events.delete(handle._key);
+        N.testCancel(handle._h);
+    }
+};
+
+exports.callImmediate = exports.callLater;
+exports.cancelImmediate = exports.cancelCall;
+
+/** Run the next event (a flow's turn, a timeout or a callLater() callback). */
+let thrown = null;
+
+exports.nextEvent = function() {
+    N.testNext();
+    if (thrown) {
+        const e = thrown.e;
+        thrown = null;
+        throw e; /* the event's own exception, as the JS library lets it out */
+    }
+};
+
+exports.hasEvents = function() {
+    return N.testHas();
+};
+
+/**
+ * Pending callLater()/callImmediate() events, in scheduling order, plus one
+ * entry standing for pending flow work when there is any.
+ * @returns {Array} events
+ */
+exports.getEvents = function() {
+    const list = Array.from(events.values());
+    if (N.testHas() && !list.length) {
+        list.push({ f: null, t: N.testNow() });
+    }
+    return list;
+};
+
+/** Drop every pending event; running test flows are cancelled. */
+exports.resetEvents = function() {
+    for (const e of events.values()) {
+        N.testCancel(e._h);
+    }
+    events.clear();
+    N.testReset();
+};
+
+exports.run = function() {
+    while (this.hasEvents()) {
+        this.nextEvent();
+    }
+};
+
+/* called from C when a callLater() event is due */
+exports._fire = (key) => {
+    const e = events.get(key);
+    if (e) {
+        events.delete(key);
+        try {
+            e.f();
+        } catch (err) {
+            thrown = thrown || { e: err };
+        }
+    }
+};

@@ -1,0 +1,153 @@
+/*
+ * Module entry: per-environment state (so worker_threads each get their own
+ * scheduler on their own loop) and small helpers.
+ */
+#include "addon.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+_Thread_local jsenv* tl_env;
+
+napi_value js_throw_type(napi_env env, const char* msg)
+{
+    napi_throw_type_error(env, NULL, msg);
+    return NULL;
+}
+
+/* Error(code) with error_info-like details in `.info`, as the JS library's
+ * errors carry the code as their message */
+napi_value js_throw_error(napi_env env, const char* code, const char* msg)
+{
+    napi_value m, err, i;
+    if (napi_create_string_utf8(env, code, NAPI_AUTO_LENGTH, &m) == napi_ok
+            && napi_create_error(env, NULL, m, &err) == napi_ok) {
+        if (msg && napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &i) == napi_ok) {
+            napi_set_named_property(env, err, "info", i);
+        }
+        napi_throw(env, err);
+    }
+    return NULL;
+}
+
+napi_status js_set_fn(napi_env env, napi_value obj, const char* name, napi_callback cb)
+{
+    napi_value f;
+    napi_status st = napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &f);
+    return st == napi_ok ? napi_set_named_property(env, obj, name, f) : st;
+}
+
+char* js_strdup(napi_env env, napi_value v)
+{
+    napi_valuetype t;
+    if (!v || napi_typeof(env, v, &t) != napi_ok || t == napi_undefined || t == napi_null) {
+        return NULL;
+    }
+    napi_value s = v;
+    if (t != napi_string && napi_coerce_to_string(env, v, &s) != napi_ok) {
+        napi_value exc;
+        napi_get_and_clear_last_exception(env, &exc);
+        return NULL;
+    }
+    size_t n;
+    if (napi_get_value_string_utf8(env, s, NULL, 0, &n) != napi_ok) {
+        return NULL;
+    }
+    char* out = malloc(n + 1);
+    if (out && napi_get_value_string_utf8(env, s, out, n + 1, &n) != napi_ok) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static void env_cleanup(void* arg)
+{
+    jsenv* e = arg;
+    jd_close(e);
+    /* roots and sync objects may still be finalized after this hook; the
+     * tools and the table stay allocated for them (one set per worker) */
+    if (tl_env == e) {
+        tl_env = NULL;
+    }
+}
+
+static napi_value make_ref(napi_env env, napi_value fn, napi_ref* out)
+{
+    napi_valuetype t;
+    if (napi_typeof(env, fn, &t) != napi_ok || t != napi_function) {
+        return js_throw_type(env, "init() expects functions");
+    }
+    NAPI_OK(napi_create_reference(env, fn, 1, out));
+    return fn;
+}
+
+/* init(step, error, cancel, finish, call, production) -> Int32Array scratch */
+static napi_value n_init(napi_env env, napi_callback_info info)
+{
+    jsenv* e = tl_env;
+    size_t argc = 6;
+    napi_value argv[6];
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (argc < 5 || e->f_step) {
+        return js_throw_type(env, "init() takes five dispatch functions, once");
+    }
+    napi_ref* refs[5] = {&e->f_step, &e->f_error, &e->f_cancel, &e->f_finish, &e->f_call};
+    for (int i = 0; i < 5; ++i) {
+        if (!make_ref(env, argv[i], refs[i])) {
+            return NULL;
+        }
+    }
+    bool prod = false;
+    napi_get_value_bool(env, argv[5], &prod);
+    e->production = prod;
+    napi_value ab, arr;
+    void* data;
+    NAPI_OK(napi_create_arraybuffer(env, 16 * sizeof(int32_t), &data, &ab));
+    NAPI_OK(napi_create_typedarray(env, napi_int32_array, 16, ab, 0, &arr));
+    NAPI_OK(napi_create_reference(env, ab, 1, &e->scratch_ref));
+    e->scratch = data;
+    return arr;
+}
+
+static napi_value n_version(napi_env env, napi_callback_info info)
+{
+    (void)info;
+    napi_value v;
+    NAPI_OK(napi_create_string_utf8(env, futoin_version(), NAPI_AUTO_LENGTH, &v));
+    return v;
+}
+
+static napi_value module_init(napi_env env, napi_value exports)
+{
+    jsenv* e = calloc(1, sizeof(jsenv));
+    if (!e) {
+        return js_throw_error(env, "InternalError", "out of memory");
+    }
+    e->env = env;
+    e->tool = futoin_tool_new();
+    e->test_tool = futoin_tool_new();
+    if (!e->tool || !e->test_tool) {
+        return js_throw_error(env, "InternalError", "cannot create the scheduler");
+    }
+    futoin_tool_use_virtual_time(e->test_tool);
+    e->test_sched = futoin_steps_new(e->test_tool);
+    tl_env = e;
+    napi_value res_name, res;
+    NAPI_OK(napi_create_object(env, &res));
+    NAPI_OK(napi_create_reference(env, res, 1, &e->resource));
+    NAPI_OK(napi_create_string_utf8(env, "futoin-polyglot", NAPI_AUTO_LENGTH, &res_name));
+    NAPI_OK(napi_async_init(env, res, res_name, &e->actx));
+    if (jd_init(e) != 0) {
+        return js_throw_error(env, "InternalError", "no libuv loop");
+    }
+    NAPI_OK(napi_add_env_cleanup_hook(env, env_cleanup, e));
+    if (js_set_fn(env, exports, "init", n_init) != napi_ok || js_set_fn(env, exports, "version", n_version) != napi_ok
+            || js_steps_register(env, exports) != napi_ok || js_sync_register(env, exports) != napi_ok
+            || js_native_register(env, exports) != napi_ok) {
+        return NULL;
+    }
+    return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, module_init)

@@ -1,0 +1,144 @@
+/*
+ * futoin-polyglot Node-API addon: shared declarations.
+ *
+ * JS objects never hold C pointers. Every FutoInAsyncSteps* the JS side may
+ * use (a root, an active step, a parallel object, a wrapped foreign flow) is
+ * a slot of a per-environment handle table, named to JS by a Number that
+ * carries the slot and its generation; a stale handle is detected, never
+ * dereferenced. JS functions stay in JS: a root keeps them in its `_fns`
+ * array and C keeps only the index, so the garbage collector sees every
+ * cycle between a flow and its closures.
+ */
+#ifndef FUTOIN_NODE_ADDON_H
+#define FUTOIN_NODE_ADDON_H
+
+#include <futoin/core.h>
+#include <node_api.h>
+#include <uv.h>
+
+#include <stdint.h>
+
+#define NAPI_OK(call)                                                                              \
+    do {                                                                                           \
+        if ((call) != napi_ok) {                                                                   \
+            return NULL;                                                                           \
+        }                                                                                          \
+    } while (0)
+
+/* what dispatch tells C about a JS callback: the step is still active when
+ * it added steps or waits, unless it completed itself */
+#define JS_F_ADDED 1
+#define JS_F_WAIT 2
+#define JS_F_DONE 4
+
+enum hkind
+{
+    HK_FREE = 0,
+    HK_STEP,     /* a step inside one of its callbacks or waiting */
+    HK_ROOT,     /* the root of a JS AsyncSteps */
+    HK_PARALLEL, /* the object returned by parallel() */
+    HK_FOREIGN,  /* a FutoInAsyncSteps* wrapped with native.wrap() */
+};
+
+typedef struct jroot jroot;
+typedef struct jsenv jsenv;
+
+typedef struct hslot
+{
+    FutoInAsyncSteps* bsi;
+    jroot* root;
+    uint32_t gen;
+    uint32_t next_free;
+    uint8_t kind;
+} hslot;
+
+struct jroot
+{
+    jsenv* e;
+    napi_ref obj; /* the JS AsyncSteps; strong while the flow runs */
+    FutoInAsyncSteps* bsi;
+    FutoInAsyncTool* tool;
+    uint32_t slot;
+    uint32_t* free_k; /* freed even indices of the JS `_fns` array */
+    uint32_t nfree, capfree, next_k;
+    uint8_t running;  /* executed and not finished */
+    uint8_t used;     /* executed once: the next add starts a fresh C root */
+    uint8_t strong;   /* obj is referenced */
+    uint8_t test;     /* on the AsyncToolTest tool */
+    uint8_t js_gone;  /* the JS object was collected */
+};
+
+/* a JS callback of a step: its index in the root's `_fns` */
+typedef struct jfrag
+{
+    jroot* root;
+    uint32_t k;
+} jfrag;
+
+struct jsenv
+{
+    napi_env env;
+    FutoInAsyncTool* tool;      /* the libuv-driven one */
+    FutoInAsyncTool* test_tool; /* AsyncToolTest: virtual time, run by JS */
+    FutoInAsyncSteps* test_sched; /* a root of test_tool, for sched_* calls */
+    uv_loop_t* loop;
+    uv_timer_t timer;
+    uv_check_t check;
+    uv_idle_t idle;
+    uv_async_t async;
+    int armed; /* last arm() delay: -1 idle, 0 ready, >0 timer */
+    napi_async_context actx;
+    napi_ref resource;
+    napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_sync;
+    int32_t* scratch; /* Int32Array shared with JS for second results */
+    napi_ref scratch_ref;
+    hslot* slots;
+    uint32_t nslots, capslots, free_slot;
+    uint32_t js_depth; /* calls from JS in progress */
+    int production;    /* NODE_ENV=production: no sanity checks */
+};
+
+/* per-thread: one Node environment per JS thread */
+extern _Thread_local jsenv* tl_env;
+
+/* handle table (handles.c) */
+uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind);
+void jh_free(jsenv* e, uint32_t slot);
+double jh_id(jsenv* e, uint32_t slot);
+hslot* jh_get(jsenv* e, napi_value v, int kinds);
+napi_status jh_new_id(jsenv* e, uint32_t slot, napi_value* out);
+
+/* JS values <-> binary values (values.c) */
+int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out);
+napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v);
+/* the number of values a step receives, and them in argv[0..3]; a pack of
+ * more than four is spread by JS (n < 0: -n values in argv[0] as an array) */
+int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv);
+int jv_args_from_js(napi_env env, size_t n, napi_value* argv, FutoInArgs* out);
+void jv_init_types(void);
+
+/* the driver (driver.c) */
+int jd_init(jsenv* e);
+void jd_close(jsenv* e);
+
+/* errors */
+napi_value js_throw_type(napi_env env, const char* msg);
+napi_value js_throw_error(napi_env env, const char* code, const char* msg);
+
+/* steps (steps.c) */
+napi_status js_steps_register(napi_env env, napi_value exports);
+uint32_t jr_alloc_k(jroot* r);
+jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r);
+/* a JS callback of the step `bsi` dispatched through `fn`; returns the flags */
+int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size_t argc, napi_value* argv);
+
+/* sync objects and C steps (sync.c, native.c) */
+napi_status js_sync_register(napi_env env, napi_value exports);
+napi_status js_native_register(napi_env env, napi_value exports);
+FutoInSync* js_sync_of(napi_env env, napi_value v);
+
+/* helpers */
+napi_status js_set_fn(napi_env env, napi_value obj, const char* name, napi_callback cb);
+char* js_strdup(napi_env env, napi_value v); /* malloc'd UTF-8 or NULL */
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * The host loop: the scheduler's hooks map to libuv handles of the Node
+ * environment's own loop. Ready work runs in the check phase (where
+ * setImmediate callbacks run), timers on a uv timer, posts from other threads
+ * wake the loop through a uv_async. Handles are unreferenced whenever the
+ * scheduler has nothing pending, so the process exits by itself.
+ */
+#include "addon.h"
+
+static void run_iterate(jsenv* e)
+{
+    napi_env env = e->env;
+    napi_handle_scope hs;
+    if (napi_open_handle_scope(env, &hs) != napi_ok) {
+        return;
+    }
+    napi_value res;
+    napi_callback_scope cs;
+    int scoped = napi_get_reference_value(env, e->resource, &res) == napi_ok
+            && napi_open_callback_scope(env, res, e->actx, &cs) == napi_ok;
+    futoin_tool_iterate(e->tool, 0);
+    if (scoped) {
+        /* runs process.nextTick callbacks and microtasks, as after any
+         * other libuv callback of Node */
+        napi_close_callback_scope(env, cs);
+    }
+    napi_close_handle_scope(env, hs);
+}
+
+static void on_check(uv_check_t* h)
+{
+    run_iterate(h->data);
+}
+
+static void on_idle(uv_idle_t* h)
+{
+    (void)h; /* only keeps the loop from blocking while work is ready */
+}
+
+static void on_timer(uv_timer_t* h)
+{
+    run_iterate(h->data);
+}
+
+static void on_async(uv_async_t* h)
+{
+    run_iterate(h->data);
+}
+
+static void hook_arm(void* data, int64_t delay_ms)
+{
+    jsenv* e = data;
+    if (delay_ms == 0) {
+        if (e->armed != 0) {
+            uv_timer_stop(&e->timer);
+            uv_check_start(&e->check, on_check);
+            uv_idle_start(&e->idle, on_idle);
+        }
+    } else {
+        if (e->armed == 0) {
+            uv_check_stop(&e->check);
+            uv_idle_stop(&e->idle);
+        }
+        if (delay_ms > 0) {
+            uv_timer_start(&e->timer, on_timer, (uint64_t)delay_ms, 0);
+        } else {
+            uv_timer_stop(&e->timer);
+        }
+    }
+    e->armed = delay_ms < 0 ? -1 : (int)(delay_ms > 0 ? 1 : 0);
+}
+
+static void hook_wakeup(void* data)
+{
+    jsenv* e = data;
+    uv_async_send(&e->async); /* any thread */
+}
+
+int jd_init(jsenv* e)
+{
+    if (napi_get_uv_event_loop(e->env, &e->loop) != napi_ok) {
+        return -1;
+    }
+    uv_timer_init(e->loop, &e->timer);
+    uv_check_init(e->loop, &e->check);
+    uv_idle_init(e->loop, &e->idle);
+    uv_async_init(e->loop, &e->async, on_async);
+    e->timer.data = e->check.data = e->idle.data = e->async.data = e;
+    /* the check handle never keeps the loop alive on its own; the idle one
+     * does while work is ready, the timer while one is due */
+    uv_unref((uv_handle_t*)&e->check);
+    uv_unref((uv_handle_t*)&e->async);
+    e->armed = -1;
+    FutoInLoopHooks hooks = {e, hook_arm, hook_wakeup};
+    futoin_tool_set_hooks(e->tool, &hooks);
+    return 0;
+}
+
+static void on_closed(uv_handle_t* h)
+{
+    (void)h;
+}
+
+void jd_close(jsenv* e)
+{
+    futoin_tool_set_hooks(e->tool, NULL);
+    uv_close((uv_handle_t*)&e->timer, on_closed);
+    uv_close((uv_handle_t*)&e->check, on_closed);
+    uv_close((uv_handle_t*)&e->idle, on_closed);
+    uv_close((uv_handle_t*)&e->async, on_closed);
+}

@@ -1,0 +1,90 @@
+/*
+ * The handle table: JS names a FutoInAsyncSteps* by a Number carrying a slot
+ * and its generation (slot | gen << 24, exact in a double), so a handle kept
+ * after its step ended is recognised and refused instead of dereferenced.
+ */
+#include "addon.h"
+
+#include <stdlib.h>
+
+#define SLOT_BITS 24
+#define SLOT_MASK ((1u << SLOT_BITS) - 1)
+#define GEN_MASK ((1u << 29) - 1)
+
+uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
+{
+    uint32_t s = e->free_slot;
+    if (s) {
+        e->free_slot = e->slots[s].next_free;
+    } else {
+        if (e->nslots == e->capslots) {
+            uint32_t cap = e->capslots ? e->capslots * 2 : 256;
+            if (cap > SLOT_MASK) {
+                return 0;
+            }
+            hslot* n = realloc(e->slots, cap * sizeof(hslot));
+            if (!n) {
+                return 0;
+            }
+            e->slots = n;
+            e->capslots = cap;
+            if (e->nslots == 0) {
+                e->slots[0].gen = 0; /* slot 0 is never handed out */
+                e->slots[0].kind = HK_FREE;
+                e->nslots = 1;
+            }
+        }
+        s = e->nslots++;
+        e->slots[s].gen = 1;
+    }
+    hslot* h = &e->slots[s];
+    h->bsi = bsi;
+    h->root = root;
+    h->kind = kind;
+    h->next_free = 0;
+    return s;
+}
+
+void jh_free(jsenv* e, uint32_t s)
+{
+    hslot* h = &e->slots[s];
+    h->kind = HK_FREE;
+    h->bsi = NULL;
+    h->root = NULL;
+    h->gen = (h->gen + 1) & GEN_MASK;
+    if (!h->gen) {
+        h->gen = 1;
+    }
+    h->next_free = e->free_slot;
+    e->free_slot = s;
+}
+
+double jh_id(jsenv* e, uint32_t s)
+{
+    return (double)((uint64_t)e->slots[s].gen << SLOT_BITS | s);
+}
+
+napi_status jh_new_id(jsenv* e, uint32_t s, napi_value* out)
+{
+    return napi_create_double(e->env, jh_id(e, s), out);
+}
+
+/* NULL (nothing thrown) when the handle is not a live one of `kinds` */
+hslot* jh_get(jsenv* e, napi_value v, int kinds)
+{
+    double d;
+    if (napi_get_value_double(e->env, v, &d) != napi_ok || !(d >= 0) || d > 9007199254740991.0) {
+        return NULL;
+    }
+    uint64_t u = (uint64_t)d;
+    uint32_t s = (uint32_t)(u & SLOT_MASK);
+    uint32_t g = (uint32_t)(u >> SLOT_BITS);
+    if (!s || s >= e->nslots) {
+        return NULL;
+    }
+    hslot* h = &e->slots[s];
+    if (h->gen != g || h->kind == HK_FREE || !(kinds & (1 << h->kind))) {
+        return NULL;
+    }
+    return h;
+}

@@ -1,0 +1,844 @@
+/*
+ * AsyncSteps for JS: the natives behind lib/AsyncSteps.js and the
+ * trampolines through which the engine calls JS callbacks.
+ *
+ * A JS callback runs inside one call of a JS dispatcher (lib/dispatch.js),
+ * which catches every exception and turns it into the flow's error, and
+ * returns what the callback did (JS_F_*), so C learns without another call
+ * whether the step is still active and its handle must outlive the call.
+ */
+#include "addon.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define KINDS_ADD ((1 << HK_STEP) | (1 << HK_ROOT) | (1 << HK_PARALLEL) | (1 << HK_FOREIGN))
+#define KINDS_STEP ((1 << HK_STEP) | (1 << HK_FOREIGN))
+#define KINDS_ROOT ((1 << HK_ROOT) | (1 << HK_FOREIGN))
+#define MODE_STEP 0
+#define MODE_LOOP 1
+#define MODE_REPEAT 2
+
+static const char k_stale[] = "InternalError: Unexpected call, object is out of service";
+
+/* ---- JS callback indices of a root ---- */
+
+uint32_t jr_alloc_k(jroot* r)
+{
+    if (r->nfree) {
+        return r->free_k[--r->nfree];
+    }
+    uint32_t k = r->next_k;
+    r->next_k += 2;
+    return k;
+}
+
+static void frag_cleanup(void* p)
+{
+    jfrag* f = p;
+    jroot* r = f->root;
+    if (!r || r->js_gone) {
+        return;
+    }
+    if (r->nfree == r->capfree) {
+        uint32_t cap = r->capfree ? r->capfree * 2 : 16;
+        uint32_t* n = realloc(r->free_k, cap * sizeof(uint32_t));
+        if (!n) {
+            return; /* the index is lost, not reused */
+        }
+        r->free_k = n;
+        r->capfree = cap;
+    }
+    r->free_k[r->nfree++] = f->k;
+}
+
+jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r)
+{
+    jfrag* f = owner->api->stack(owner, sizeof(jfrag), frag_cleanup);
+    if (!f) {
+        return NULL;
+    }
+    f->root = r;
+    f->k = jr_alloc_k(r);
+    return f;
+}
+
+/* ---- step handles that outlive the callback ---- */
+
+typedef struct slot_keep
+{
+    uint32_t slot, gen;
+} slot_keep;
+
+static void slot_cleanup(void* p)
+{
+    slot_keep* k = p;
+    jsenv* e = tl_env;
+    if (e && k->slot < e->nslots && e->slots[k->slot].gen == k->gen && e->slots[k->slot].kind != HK_FREE) {
+        jh_free(e, k->slot);
+    }
+}
+
+static void keep_slot(jsenv* e, FutoInAsyncSteps* bsi, uint32_t s)
+{
+    slot_keep* k = bsi->api->stack(bsi, sizeof(slot_keep), slot_cleanup);
+    if (!k) {
+        jh_free(e, s);
+        return;
+    }
+    k->slot = s;
+    k->gen = e->slots[s].gen;
+}
+
+/* ---- calling JS ---- */
+
+static void report_js_exception(napi_env env, FutoInAsyncSteps* bsi)
+{
+    napi_value exc, msg;
+    char buf[512] = "exception in the JS dispatcher";
+    if (napi_get_and_clear_last_exception(env, &exc) == napi_ok
+            && napi_coerce_to_string(env, exc, &msg) == napi_ok) {
+        size_t n;
+        napi_get_value_string_utf8(env, msg, buf, sizeof(buf), &n);
+    }
+    if (bsi) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, buf);
+    }
+}
+
+static int32_t call_js(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, size_t argc, napi_value* argv)
+{
+    napi_env env = e->env;
+    napi_value f, undef, ret;
+    napi_get_reference_value(env, fn, &f);
+    napi_get_undefined(env, &undef);
+    ++e->js_depth;
+    napi_status st = napi_call_function(env, undef, f, argc, argv, &ret);
+    --e->js_depth;
+    if (st != napi_ok) {
+        report_js_exception(env, bsi);
+        return JS_F_DONE;
+    }
+    int32_t flags = 0;
+    napi_get_value_int32(env, ret, &flags);
+    return flags;
+}
+
+/* the JS root object, or NULL (after an InternalError) when it is gone */
+static napi_value root_obj(jsenv* e, jroot* r, FutoInAsyncSteps* bsi)
+{
+    napi_value o = NULL;
+    if (!r || r->js_gone || napi_get_reference_value(e->env, r->obj, &o) != napi_ok || !o) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "the JS AsyncSteps object is gone");
+        return NULL;
+    }
+    return o;
+}
+
+int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size_t argc, napi_value* argv)
+{
+    argv[0] = root_obj(e, r, bsi);
+    if (!argv[0]) {
+        return JS_F_DONE;
+    }
+    uint32_t s = jh_alloc(e, bsi, r, HK_STEP);
+    if (!s) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "too many active steps");
+        return JS_F_DONE;
+    }
+    jh_new_id(e, s, &argv[1]);
+    int32_t flags = call_js(e, fn, bsi, argc, argv);
+    if ((flags & JS_F_DONE) || !(flags & (JS_F_ADDED | JS_F_WAIT))) {
+        jh_free(e, s);
+    } else {
+        keep_slot(e, bsi, s);
+    }
+    return flags;
+}
+
+static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i)
+{
+    jsenv* e = tl_env;
+    napi_env env = e->env;
+    napi_handle_scope hs;
+    if (napi_open_handle_scope(env, &hs) != napi_ok) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "no JS handle scope");
+        return;
+    }
+    napi_value argv[9];
+    napi_value undef;
+    napi_get_undefined(env, &undef);
+    napi_create_uint32(env, f->k, &argv[2]);
+    napi_create_int32(env, mode, &argv[3]);
+    int n = 0;
+    argv[5] = argv[6] = argv[7] = argv[8] = undef;
+    if (mode == MODE_REPEAT) {
+        napi_create_double(env, (double)i, &argv[5]);
+        n = 1;
+    } else if (args) {
+        n = jv_from_args(env, args, &argv[5]);
+        for (int j = 0; j < (n < 0 ? 1 : n); ++j) {
+            if (!argv[5 + j]) {
+                argv[5 + j] = undef;
+            }
+        }
+    }
+    napi_create_int32(env, n, &argv[4]);
+    js_dispatch(e, e->f_step, bsi, f->root, 9, argv);
+    napi_close_handle_scope(env, hs);
+}
+
+static void tr_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    run_step(bsi, data, MODE_STEP, args, 0);
+}
+
+static void tr_loop(FutoInAsyncSteps* bsi, void* data)
+{
+    run_step(bsi, data, MODE_LOOP, NULL, 0);
+}
+
+static void tr_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
+{
+    run_step(bsi, data, MODE_REPEAT, NULL, i);
+}
+
+static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    jfrag* f = data;
+    jsenv* e = tl_env;
+    napi_env env = e->env;
+    napi_handle_scope hs;
+    if (napi_open_handle_scope(env, &hs) != napi_ok) {
+        return;
+    }
+    const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+    napi_value argv[5];
+    napi_create_uint32(env, f->k + 1, &argv[2]);
+    napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &argv[3]);
+    if (info && *info) {
+        napi_create_string_utf8(env, info, NAPI_AUTO_LENGTH, &argv[4]);
+    } else {
+        napi_get_undefined(env, &argv[4]);
+    }
+    js_dispatch(e, e->f_error, bsi, f->root, 5, argv);
+    napi_close_handle_scope(env, hs);
+}
+
+static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    jfrag* f = data;
+    jsenv* e = tl_env;
+    napi_env env = e->env;
+    napi_handle_scope hs;
+    if (napi_open_handle_scope(env, &hs) != napi_ok) {
+        return;
+    }
+    napi_value argv[3];
+    argv[0] = NULL;
+    if (f->root && !f->root->js_gone) {
+        napi_get_reference_value(env, f->root->obj, &argv[0]);
+    }
+    if (argv[0]) {
+        uint32_t s = jh_alloc(e, bsi, f->root, HK_STEP);
+        if (s) {
+            jh_new_id(e, s, &argv[1]);
+            napi_create_uint32(env, f->k, &argv[2]);
+            call_js(e, e->f_cancel, NULL, 3, argv);
+            jh_free(e, s);
+        }
+    }
+    napi_close_handle_scope(env, hs);
+}
+
+/* ---- roots ---- */
+
+static void root_strong(jroot* r, int on)
+{
+    if (r->strong == on || r->js_gone) {
+        return;
+    }
+    uint32_t cnt;
+    if (on) {
+        napi_reference_ref(r->e->env, r->obj, &cnt);
+    } else {
+        napi_reference_unref(r->e->env, r->obj, &cnt);
+    }
+    r->strong = (uint8_t)on;
+}
+
+static void root_finished(jroot* r)
+{
+    r->running = 0;
+    root_strong(r, 0);
+}
+
+static void tr_finish(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)args;
+    root_finished(data);
+}
+
+static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)bsi;
+    jroot* r = data;
+    jsenv* e = tl_env;
+    napi_env env = e->env;
+    napi_handle_scope hs;
+    int was_running = r->running;
+    if (!was_running || r->js_gone || napi_open_handle_scope(env, &hs) != napi_ok) {
+        root_finished(r);
+        return;
+    }
+    napi_value argv[2];
+    argv[0] = NULL;
+    napi_get_reference_value(env, r->obj, &argv[0]);
+    root_finished(r);
+    if (argv[0]) {
+        napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &argv[1]);
+        call_js(e, e->f_finish, NULL, 2, argv);
+    }
+    napi_close_handle_scope(env, hs);
+}
+
+static void root_finalize(napi_env env, void* data, void* hint)
+{
+    (void)env;
+    (void)hint;
+    jroot* r = data;
+    jsenv* e = r->e;
+    r->js_gone = 1;
+    if (r->bsi && e->slots[r->slot].kind == HK_ROOT) {
+        r->bsi->api->free(r->bsi);
+    }
+    r->bsi = NULL;
+    napi_delete_reference(env, r->obj);
+    jh_free(e, r->slot);
+    free(r->free_k);
+    free(r);
+}
+
+/* a finished root starts over with a fresh C root: the old one's memory and
+ * callback indices are released at once */
+static FutoInAsyncSteps* root_fresh(jroot* r)
+{
+    if (!r->used || r->running || !r->bsi || r->e->slots[r->slot].kind != HK_ROOT) {
+        return r->bsi;
+    }
+    r->used = 0;
+    r->bsi->api->free(r->bsi);
+    r->bsi = futoin_steps_new(r->tool);
+    r->nfree = 0;
+    r->next_k = 0;
+    r->e->slots[r->slot].bsi = r->bsi;
+    return r->bsi;
+}
+
+/* rootNew(obj, test) -> handle */
+static napi_value n_root_new(napi_env env, napi_callback_info info)
+{
+    jsenv* e = tl_env;
+    size_t argc = 2;
+    napi_value argv[2], out;
+    bool test = false;
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    napi_get_value_bool(env, argv[1], &test);
+    jroot* r = calloc(1, sizeof(jroot));
+    if (!r) {
+        return js_throw_error(env, "InternalError", "out of memory");
+    }
+    r->e = e;
+    r->test = test;
+    r->tool = test ? e->test_tool : e->tool;
+    r->bsi = futoin_steps_new(r->tool);
+    r->slot = r->bsi ? jh_alloc(e, r->bsi, r, HK_ROOT) : 0;
+    if (!r->slot || napi_wrap(env, argv[0], r, root_finalize, NULL, &r->obj) != napi_ok) {
+        if (r->slot) {
+            jh_free(e, r->slot);
+        }
+        if (r->bsi) {
+            r->bsi->api->free(r->bsi);
+        }
+        free(r);
+        return js_throw_error(env, "InternalError", "cannot create a root");
+    }
+    NAPI_OK(jh_new_id(e, r->slot, &out));
+    return out;
+}
+
+/* ---- natives on handles ---- */
+
+#define GET_ARGS(N)                                                                                \
+    jsenv* e = tl_env;                                                                             \
+    size_t argc = (N);                                                                             \
+    napi_value argv[(N) > 0 ? (N) : 1];                                                            \
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {                        \
+        return NULL;                                                                               \
+    }                                                                                              \
+    (void)e
+
+static hslot* handle_or_throw(napi_env env, jsenv* e, napi_value v, int kinds)
+{
+    hslot* h = jh_get(e, v, kinds);
+    if (!h) {
+        napi_throw_error(env, NULL, k_stale);
+    }
+    return h;
+}
+
+/* NULL (with an InternalError thrown) for a root-level add while the root
+ * runs, as the JS library's sanity check */
+static FutoInAsyncSteps* target_of(napi_env env, hslot* h)
+{
+    if (h->kind == HK_ROOT) {
+        if (h->root->running && !h->root->e->production) {
+            js_throw_error(env, "InternalError", "Top level add in execution");
+            return NULL;
+        }
+        return root_fresh(h->root);
+    }
+    return h->bsi;
+}
+
+static napi_value ret_u32(napi_env env, uint32_t v)
+{
+    napi_value r;
+    napi_create_uint32(env, v, &r);
+    return r;
+}
+
+static int bool_arg(napi_env env, napi_value v)
+{
+    bool b = false;
+    napi_get_value_bool(env, v, &b);
+    return b;
+}
+
+/* add(h, hasOnerror) -> k */
+static napi_value n_add(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(2);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
+    if (!h) {
+        return NULL;
+    }
+    jroot* r = h->root;
+    FutoInAsyncSteps* bsi = target_of(env, h);
+    if (!bsi) {
+        return NULL;
+    }
+    jfrag* f = jr_frag(bsi, r);
+    if (!f) {
+        return js_throw_error(env, "InternalError", "add() on a completed step");
+    }
+    bsi->api->add(bsi, f, tr_step, bool_arg(env, argv[1]) ? tr_error : NULL);
+    return ret_u32(env, f->k);
+}
+
+/* parallel(h, hasOnerror) -> parallel handle; scratch[0] = k */
+static napi_value n_parallel(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(2);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
+    if (!h) {
+        return NULL;
+    }
+    jroot* r = h->root;
+    FutoInAsyncSteps* bsi = target_of(env, h);
+    if (!bsi) {
+        return NULL;
+    }
+    jfrag* f = jr_frag(bsi, r);
+    if (!f) {
+        return js_throw_error(env, "InternalError", "parallel() on a completed step");
+    }
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, f, bool_arg(env, argv[1]) ? tr_error : NULL);
+    if (!p) {
+        return js_throw_error(env, "InternalError", "parallel() was refused");
+    }
+    uint32_t s = jh_alloc(e, p, r, HK_PARALLEL);
+    if (!s) {
+        return js_throw_error(env, "InternalError", "too many handles");
+    }
+    /* the parallel object is usable while its owner lives */
+    keep_slot(e, bsi, s);
+    e->scratch[0] = (int32_t)f->k;
+    napi_value out;
+    NAPI_OK(jh_new_id(e, s, &out));
+    return out;
+}
+
+/* success(h, n, a0, a1, a2, a3): n > 4 -> a0 is an array of the values */
+static napi_value n_success(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(6);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
+    if (!h) {
+        return NULL;
+    }
+    FutoInAsyncSteps* bsi = h->bsi;
+    int32_t n = 0;
+    napi_get_value_int32(env, argv[1], &n);
+    FutoInArgs a;
+    if (n > 0) {
+        if (jv_args_from_js(env, (size_t)n, &argv[2], &a) != 0) {
+            return js_throw_error(env, "InternalError", "cannot pass these values");
+        }
+        bsi->api->success(bsi, &a);
+        for (int i = 0; i < 4; ++i) {
+            futoin_reset_binval(&a.args[i]); /* moved: a no-op unless refused */
+        }
+    } else {
+        bsi->api->success(bsi, NULL);
+    }
+    return NULL;
+}
+
+/* error(h, code, info) */
+static napi_value n_error(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(3);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP | (1 << HK_ROOT));
+    if (!h) {
+        return NULL;
+    }
+    char* code = js_strdup(env, argv[1]);
+    char* inf = js_strdup(env, argv[2]);
+    h->bsi->api->handle_error(h->bsi, code ? code : "", inf);
+    free(code);
+    free(inf);
+    return NULL;
+}
+
+static napi_value n_set_timeout(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(2);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
+    if (!h) {
+        return NULL;
+    }
+    double ms = 0;
+    napi_get_value_double(env, argv[1], &ms);
+    if (!(ms >= 0)) {
+        ms = 0;
+    } else if (ms > (double)UINT32_MAX) {
+        ms = (double)UINT32_MAX;
+    }
+    h->bsi->api->setTimeout(h->bsi, (uint32_t)ms);
+    return NULL;
+}
+
+/* setCancel(h) -> k */
+static napi_value n_set_cancel(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
+    if (!h) {
+        return NULL;
+    }
+    jfrag* f = jr_frag(h->bsi, h->root);
+    if (!f) {
+        return js_throw_error(env, "InternalError", "setCancel() on a completed step");
+    }
+    h->bsi->api->setCancel(h->bsi, f, tr_cancel);
+    return ret_u32(env, f->k);
+}
+
+static napi_value n_wait_external(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
+    if (h) {
+        h->bsi->api->waitExternal(h->bsi);
+    }
+    return NULL;
+}
+
+/* loop(h, label) -> k; repeat(h, count, label) -> k */
+static napi_value n_loop(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(2);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
+    if (!h) {
+        return NULL;
+    }
+    FutoInAsyncSteps* bsi = target_of(env, h);
+    if (!bsi) {
+        return NULL;
+    }
+    jfrag* f = jr_frag(bsi, h->root);
+    if (!f) {
+        return js_throw_error(env, "InternalError", "loop() on a completed step");
+    }
+    char* label = js_strdup(env, argv[1]);
+    bsi->api->loop(bsi, f, tr_loop, label);
+    free(label);
+    return ret_u32(env, f->k);
+}
+
+static napi_value n_repeat(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(3);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
+    if (!h) {
+        return NULL;
+    }
+    double count = 0;
+    napi_get_value_double(env, argv[1], &count);
+    if (!(count > 0)) {
+        count = 0;
+    }
+    FutoInAsyncSteps* bsi = target_of(env, h);
+    if (!bsi) {
+        return NULL;
+    }
+    jfrag* f = jr_frag(bsi, h->root);
+    if (!f) {
+        return js_throw_error(env, "InternalError", "repeat() on a completed step");
+    }
+    char* label = js_strdup(env, argv[2]);
+    bsi->api->repeat(bsi, f, (size_t)count, tr_repeat, label);
+    free(label);
+    return ret_u32(env, f->k);
+}
+
+static napi_value loop_ctl(napi_env env, napi_callback_info info, int brk)
+{
+    GET_ARGS(2);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
+    if (!h) {
+        return NULL;
+    }
+    char* label = js_strdup(env, argv[1]);
+    if (brk) {
+        h->bsi->api->breakLoop(h->bsi, label);
+    } else {
+        h->bsi->api->continueLoop(h->bsi, label);
+    }
+    free(label);
+    return NULL;
+}
+
+static napi_value n_break(napi_env env, napi_callback_info info)
+{
+    return loop_ctl(env, info, 1);
+}
+
+static napi_value n_continue(napi_env env, napi_callback_info info)
+{
+    return loop_ctl(env, info, 0);
+}
+
+/* execute(h): schedule the root and run its first burst now */
+static napi_value n_execute(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ROOT);
+    if (!h) {
+        return NULL;
+    }
+    jroot* r = h->root;
+    FutoInAsyncSteps* bsi = h->bsi;
+    if (h->kind == HK_ROOT) {
+        if (r->running) {
+            return NULL; /* already running: as the JS library, nothing more */
+        }
+        bsi = root_fresh(r);
+        bsi->api->add(bsi, r, tr_finish, NULL);
+        r->running = 1;
+        r->used = 1;
+        root_strong(r, 1);
+        bsi->api->execute(bsi, r, tr_unhandled);
+    } else {
+        bsi->api->execute(bsi, NULL, NULL);
+    }
+    futoin_steps_execute_burst(bsi);
+    return NULL;
+}
+
+static napi_value n_cancel(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ROOT);
+    if (!h) {
+        return NULL;
+    }
+    jroot* r = h->root;
+    h->bsi->api->cancel(h->bsi);
+    if (r && h->kind == HK_ROOT) {
+        root_finished(r);
+    }
+    return NULL;
+}
+
+/* sync(h, syncObject, hasOnerror) -> k */
+static napi_value n_sync(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(3);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
+    if (!h) {
+        return NULL;
+    }
+    FutoInSync* s = js_sync_of(env, argv[1]);
+    if (!s) {
+        return js_throw_type(env, "sync object expected");
+    }
+    FutoInAsyncSteps* bsi = target_of(env, h);
+    if (!bsi) {
+        return NULL;
+    }
+    jfrag* f = jr_frag(bsi, h->root);
+    if (!f) {
+        return js_throw_error(env, "InternalError", "sync() on a completed step");
+    }
+    bsi->api->addSync(bsi, s, f, tr_step, bool_arg(env, argv[2]) ? tr_error : NULL);
+    return ret_u32(env, f->k);
+}
+
+static napi_value n_valid(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    napi_value r;
+    napi_get_boolean(env, jh_get(e, argv[0], KINDS_ADD) != NULL, &r);
+    return r;
+}
+
+static napi_value n_root_id(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
+    if (!h) {
+        return NULL;
+    }
+    napi_value r;
+    napi_create_double(env, (double)h->bsi->api->rootId(h->bsi), &r);
+    return r;
+}
+
+/* ---- AsyncToolTest: the JS side of the virtual-time tool ---- */
+
+static void test_fire(void* data)
+{
+    jsenv* e = tl_env;
+    napi_value argv[1];
+    napi_create_double(e->env, (double)(uintptr_t)data, &argv[0]);
+    call_js(e, e->f_call, NULL, 1, argv);
+}
+
+/* testLater(key, ms) -> [data1, data3] packed as handle parts in scratch */
+static napi_value n_test_later(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(2);
+    double key = 0, ms = 0;
+    napi_get_value_double(env, argv[0], &key);
+    napi_get_value_double(env, argv[1], &ms);
+    if (!(ms >= 0)) {
+        ms = 0;
+    }
+    FutoInAsyncSteps* s = e->test_sched;
+    FutoInHandle hd = ms > 0 ? s->api->sched_deferred(s, (uint32_t)ms, (void*)(uintptr_t)key, test_fire)
+                             : s->api->sched_immediate(s, (void*)(uintptr_t)key, test_fire);
+    napi_value out;
+    void* data;
+    NAPI_OK(napi_create_buffer_copy(env, sizeof(hd), &hd, &data, &out));
+    return out;
+}
+
+static napi_value n_test_cancel(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    void* data;
+    size_t len = 0;
+    if (napi_get_buffer_info(env, argv[0], &data, &len) == napi_ok && len == sizeof(FutoInHandle)) {
+        FutoInHandle hd;
+        memcpy(&hd, data, sizeof(hd));
+        e->test_sched->api->sched_cancel(e->test_sched, &hd);
+    }
+    return NULL;
+}
+
+/* testNext() -> whether anything ran */
+static napi_value n_test_next(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    napi_value r;
+    int64_t before = futoin_tool_next_delay(e->test_tool);
+    if (before >= 0) {
+        futoin_tool_iterate(e->test_tool, 1);
+    }
+    napi_get_boolean(env, before >= 0, &r);
+    return r;
+}
+
+static napi_value n_test_has(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    napi_value r;
+    napi_get_boolean(env, futoin_tool_next_delay(e->test_tool) >= 0, &r);
+    return r;
+}
+
+static napi_value n_test_now(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    napi_value r;
+    napi_create_double(env, (double)futoin_tool_now(e->test_tool), &r);
+    return r;
+}
+
+/* cancel every running flow of the test tool (resetEvents) */
+static napi_value n_test_reset(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    for (uint32_t s = 1; s < e->nslots; ++s) {
+        hslot* h = &e->slots[s];
+        if (h->kind == HK_ROOT && h->root->test && h->root->running) {
+            jroot* r = h->root;
+            r->bsi->api->cancel(r->bsi);
+            root_finished(r);
+        }
+    }
+    return NULL;
+}
+
+napi_status js_steps_register(napi_env env, napi_value exports)
+{
+    static const struct
+    {
+        const char* name;
+        napi_callback cb;
+    } fns[] = {
+            {"rootNew", n_root_new},
+            {"add", n_add},
+            {"parallel", n_parallel},
+            {"success", n_success},
+            {"error", n_error},
+            {"setTimeout", n_set_timeout},
+            {"setCancel", n_set_cancel},
+            {"waitExternal", n_wait_external},
+            {"loop", n_loop},
+            {"repeat", n_repeat},
+            {"break", n_break},
+            {"continue", n_continue},
+            {"execute", n_execute},
+            {"cancel", n_cancel},
+            {"sync", n_sync},
+            {"valid", n_valid},
+            {"rootId", n_root_id},
+            {"testLater", n_test_later},
+            {"testCancel", n_test_cancel},
+            {"testNext", n_test_next},
+            {"testHas", n_test_has},
+            {"testNow", n_test_now},
+            {"testReset", n_test_reset},
+    };
+    for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); ++i) {
+        napi_status st = js_set_fn(env, exports, fns[i].name, fns[i].cb);
+        if (st != napi_ok) {
+            return st;
+        }
+    }
+    return napi_ok;
+}

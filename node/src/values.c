@@ -1,0 +1,300 @@
+/*
+ * JS values <-> FTN12 binary values.
+ *
+ * Between JS steps every value arrives unchanged: objects, functions and
+ * Buffers travel as references to the very same object; numbers, strings,
+ * booleans, null, undefined, symbols and BigInts come back equal and of the
+ * same JS type, because our own type descriptors say what they were.
+ * C and Python steps read the plain fields: integral numbers as INT64, other
+ * numbers as DOUBLE, strings as UTF-8 STRING, booleans as BOOL, BigInts as
+ * INT64, Buffers and Uint8Arrays as UINT8 arrays (pointing into the JS
+ * memory, valid while the value lives), everything else as CUSTOM_OBJECT.
+ */
+#include "addon.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void cleanup_free(FutoInBinaryValue* v)
+{
+    free(v->custom_data);
+}
+
+static void cleanup_ref(FutoInBinaryValue* v)
+{
+    jsenv* e = tl_env;
+    if (e && v->custom_data) {
+        napi_delete_reference(e->env, (napi_ref)v->custom_data);
+    }
+}
+
+static const FutoInType k_num_int = {FTN_TYPE_INT64, NULL};  /* a JS Number */
+static const FutoInType k_num_dbl = {FTN_TYPE_DOUBLE, NULL}; /* a JS Number */
+static const FutoInType k_bigint = {FTN_TYPE_INT64, NULL};   /* a JS BigInt */
+static const FutoInType k_boolean = {FTN_TYPE_BOOL, NULL};
+static const FutoInType k_str = {FTN_TYPE_STRING, cleanup_free};
+static const FutoInType k_null = {FTN_TYPE_CUSTOM_OBJECT, NULL};
+static const FutoInType k_undef = {FTN_TYPE_CUSTOM_OBJECT, NULL};
+static const FutoInType k_obj = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref};
+static const FutoInType k_bytes = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, cleanup_ref}; /* a Buffer */
+static const FutoInType k_boxed = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref}; /* [value] */
+static const FutoInType k_pack = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref};  /* > 4 values */
+
+void jv_init_types(void)
+{
+}
+
+static int set_ref(napi_env env, napi_value v, const FutoInType* t, FutoInBinaryValue* out)
+{
+    napi_ref ref;
+    if (napi_create_reference(env, v, 1, &ref) != napi_ok) {
+        return -1;
+    }
+    out->type = t;
+    out->custom_data = ref;
+    return 0;
+}
+
+static int box(napi_env env, napi_value v, FutoInBinaryValue* out)
+{
+    napi_value arr;
+    if (napi_create_array_with_length(env, 1, &arr) != napi_ok || napi_set_element(env, arr, 0, v) != napi_ok) {
+        return -1;
+    }
+    return set_ref(env, arr, &k_boxed, out);
+}
+
+int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
+{
+    memset(out, 0, sizeof(*out));
+    napi_valuetype t;
+    if (napi_typeof(env, v, &t) != napi_ok) {
+        return -1;
+    }
+    switch (t) {
+    case napi_undefined:
+        out->type = &k_undef;
+        return 0;
+    case napi_null:
+        out->type = &k_null;
+        return 0;
+    case napi_boolean:
+        out->type = &k_boolean;
+        return napi_get_value_bool(env, v, &out->b) == napi_ok ? 0 : -1;
+    case napi_number: {
+        double d;
+        if (napi_get_value_double(env, v, &d) != napi_ok) {
+            return -1;
+        }
+        if (d == trunc(d) && fabs(d) <= 9007199254740991.0 && !(d == 0 && signbit(d))) {
+            out->type = &k_num_int;
+            out->i64 = (int64_t)d;
+        } else {
+            out->type = &k_num_dbl;
+            out->d = d;
+        }
+        return 0;
+    }
+    case napi_string: {
+        size_t n;
+        if (napi_get_value_string_utf8(env, v, NULL, 0, &n) != napi_ok || n > UINT32_MAX - 1) {
+            return -1;
+        }
+        char* s = malloc(n + 1);
+        if (!s || napi_get_value_string_utf8(env, v, s, n + 1, &n) != napi_ok) {
+            free(s);
+            return -1;
+        }
+        out->type = &k_str;
+        out->cstr = s;
+        out->custom_data = s;
+        out->length = (uint32_t)n;
+        return 0;
+    }
+    case napi_bigint: {
+        int64_t x;
+        bool lossless;
+        if (napi_get_value_bigint_int64(env, v, &x, &lossless) == napi_ok && lossless) {
+            out->type = &k_bigint;
+            out->i64 = x;
+            return 0;
+        }
+        return box(env, v, out);
+    }
+    case napi_object: {
+        bool is_buf = false;
+        napi_is_buffer(env, v, &is_buf);
+        if (is_buf) {
+            void* data;
+            size_t len;
+            if (napi_get_buffer_info(env, v, &data, &len) == napi_ok && len <= UINT32_MAX
+                    && set_ref(env, v, &k_bytes, out) == 0) {
+                out->p = data;
+                out->length = (uint32_t)len;
+                return 0;
+            }
+            return -1;
+        }
+        return set_ref(env, v, &k_obj, out);
+    }
+    case napi_function:
+    case napi_external:
+        return set_ref(env, v, &k_obj, out);
+    default: /* symbols */
+        return box(env, v, out);
+    }
+}
+
+static napi_value ref_value(napi_env env, const FutoInBinaryValue* v)
+{
+    napi_value r = NULL;
+    napi_get_reference_value(env, (napi_ref)v->custom_data, &r);
+    return r;
+}
+
+static napi_value typed_copy(napi_env env, napi_typedarray_type tt, size_t esize, const FutoInBinaryValue* v)
+{
+    void* data;
+    napi_value ab, r = NULL;
+    size_t n = v->length;
+    if (napi_create_arraybuffer(env, n * esize, &data, &ab) != napi_ok) {
+        return NULL;
+    }
+    if (n && v->p) {
+        memcpy(data, v->p, n * esize);
+    }
+    napi_create_typedarray(env, tt, n, ab, 0, &r);
+    return r;
+}
+
+static napi_value from_int64(napi_env env, int64_t x)
+{
+    napi_value r = NULL;
+    if (x >= -9007199254740991LL && x <= 9007199254740991LL) {
+        napi_create_int64(env, x, &r);
+    } else {
+        napi_create_bigint_int64(env, x, &r);
+    }
+    return r;
+}
+
+napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
+{
+    const FutoInType* t = v->type;
+    napi_value r = NULL;
+    if (!t || t == &k_undef) {
+        napi_get_undefined(env, &r);
+        return r;
+    }
+    if (t == &k_null) {
+        napi_get_null(env, &r);
+        return r;
+    }
+    if (t == &k_obj || t == &k_bytes || t == &k_pack) {
+        return ref_value(env, v);
+    }
+    if (t == &k_boxed) {
+        napi_value arr = ref_value(env, v);
+        if (arr) {
+            napi_get_element(env, arr, 0, &r);
+        }
+        return r;
+    }
+    if (t == &k_bigint) {
+        napi_create_bigint_int64(env, v->i64, &r);
+        return r;
+    }
+    if (t == &k_num_int) {
+        napi_create_double(env, (double)v->i64, &r);
+        return r;
+    }
+    uint8_t base = t->flags & FTN_BASE_TYPE_MASK;
+    if (t->flags & FTN_TYPE_ARRAY) {
+        switch (base) {
+        case FTN_TYPE_UINT8: {
+            void* data;
+            napi_create_buffer_copy(env, v->length, v->p ? v->p : "", &data, &r);
+            return r;
+        }
+        case FTN_TYPE_INT8: return typed_copy(env, napi_int8_array, 1, v);
+        case FTN_TYPE_INT16: return typed_copy(env, napi_int16_array, 2, v);
+        case FTN_TYPE_UINT16: return typed_copy(env, napi_uint16_array, 2, v);
+        case FTN_TYPE_INT32: return typed_copy(env, napi_int32_array, 4, v);
+        case FTN_TYPE_UINT32: return typed_copy(env, napi_uint32_array, 4, v);
+        case FTN_TYPE_INT64: return typed_copy(env, napi_bigint64_array, 8, v);
+        case FTN_TYPE_UINT64: return typed_copy(env, napi_biguint64_array, 8, v);
+        case FTN_TYPE_FLOAT: return typed_copy(env, napi_float32_array, 4, v);
+        case FTN_TYPE_DOUBLE: return typed_copy(env, napi_float64_array, 8, v);
+        default: break;
+        }
+        napi_get_null(env, &r);
+        return r;
+    }
+    switch (base) {
+    case FTN_TYPE_STRING:
+        napi_create_string_utf8(env, v->cstr ? v->cstr : "", v->cstr ? v->length : 0, &r);
+        return r;
+    case FTN_TYPE_STRING16:
+        napi_create_string_utf16(env, (const char16_t*)(v->cstr16 ? (const void*)v->cstr16 : u""),
+                                 v->cstr16 ? v->length : 0, &r);
+        return r;
+    case FTN_TYPE_BOOL: napi_get_boolean(env, v->b, &r); return r;
+    case FTN_TYPE_INT8: napi_create_int32(env, v->i8, &r); return r;
+    case FTN_TYPE_INT16: napi_create_int32(env, v->i16, &r); return r;
+    case FTN_TYPE_INT32: napi_create_int32(env, v->i32, &r); return r;
+    case FTN_TYPE_INT64: return from_int64(env, v->i64);
+    case FTN_TYPE_UINT8: napi_create_uint32(env, v->u8, &r); return r;
+    case FTN_TYPE_UINT16: napi_create_uint32(env, v->u16, &r); return r;
+    case FTN_TYPE_UINT32: napi_create_uint32(env, v->u32, &r); return r;
+    case FTN_TYPE_UINT64:
+        if (v->u64 <= 9007199254740991ULL) {
+            napi_create_double(env, (double)v->u64, &r);
+        } else {
+            napi_create_bigint_uint64(env, v->u64, &r);
+        }
+        return r;
+    case FTN_TYPE_FLOAT: napi_create_double(env, v->f, &r); return r;
+    case FTN_TYPE_DOUBLE: napi_create_double(env, v->d, &r); return r;
+    default: /* a foreign custom object: its address, for native code */
+        napi_create_bigint_uint64(env, (uint64_t)(uintptr_t)v->p, &r);
+        return r;
+    }
+}
+
+int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv)
+{
+    if (!args || !args->arg0.type) {
+        return 0;
+    }
+    if (args->arg0.type == &k_pack) {
+        argv[0] = ref_value(env, &args->arg0);
+        uint32_t n = 0;
+        napi_get_array_length(env, argv[0], &n);
+        return -(int)n;
+    }
+    int n = 0;
+    for (int i = 0; i < 4 && args->args[i].type; ++i) {
+        argv[i] = jv_from_value(env, &args->args[i]);
+        ++n;
+    }
+    return n;
+}
+
+/* argv[0] is an array when n > 4 */
+int jv_args_from_js(napi_env env, size_t n, napi_value* argv, FutoInArgs* out)
+{
+    memset(out, 0, sizeof(*out));
+    if (n > 4) {
+        return set_ref(env, argv[0], &k_pack, &out->arg0);
+    }
+    for (size_t i = 0; i < n; ++i) {
+        if (jv_to_value(env, argv[i], &out->args[i]) != 0) {
+            for (size_t j = 0; j < i; ++j) {
+                futoin_reset_binval(&out->args[j]);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
