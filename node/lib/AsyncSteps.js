@@ -28,6 +28,17 @@ const MODE_STEP = 0;
 const MODE_REPEAT = 2;
 
 /* add a C-known callback pair at index k of root._fns */
+/* as.add(cstep): a C step from futoin-polyglot/native */
+const addC = (h, step, onerror) => {
+    if (onerror !== undefined && onerror !== null) {
+        throw new TypeError('a C step takes its C error handler: cstep(lib, name, {onerror})');
+    }
+    N.addC(h, step.fn, step.onerror, step.data);
+};
+
+const isCStep = (f) => f !== null && typeof f === 'object' && typeof f.fn === 'bigint' &&
+    f.constructor && f.constructor.name === 'CStep';
+
 const setFns = (root, k, func, onerror) => {
     const fns = root._fns;
     fns[k] = func;
@@ -181,6 +192,11 @@ class AsyncStepProtector {
     }
 
     add(func, onerror) {
+        if (typeof func !== 'function' && isCStep(func)) {
+            addC(this._h, func, onerror);
+            this._f |= F_ADDED;
+            return this;
+        }
         checkFunc(this, func);
         checkOnError(this, onerror);
         const k = N.add(this._h, onerror !== undefined && onerror !== null);
@@ -336,6 +352,10 @@ class ParallelStep {
     }
 
     add(func, onerror) {
+        if (typeof func !== 'function' && isCStep(func)) {
+            addC(this._h, func, onerror);
+            return this;
+        }
         checkFunc(this, func);
         checkOnError(this, onerror);
         const k = N.add(this._h, onerror !== undefined && onerror !== null);
@@ -380,10 +400,19 @@ class AsyncSteps {
         this._jsErr = false;
         this._reject = null;
         this._async_tool = async_tool;
-        this._h = N.rootNew(this, async_tool === AsyncToolTest);
+        this._h = this._newHandle(async_tool);
+    }
+
+    _newHandle(async_tool) {
+        return N.rootNew(this, async_tool === AsyncToolTest);
     }
 
     add(func, onerror) {
+        if (typeof func !== 'function' && isCStep(func)) {
+            addC(this._h, func, onerror);
+            this._model.push((t) => t.add(func, onerror));
+            return this;
+        }
         checkFunc(this, func);
         checkOnError(this, onerror);
         const k = N.add(this._h, onerror !== undefined && onerror !== null);

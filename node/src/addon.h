@@ -66,6 +66,8 @@ struct jroot
     uint8_t strong;   /* obj is referenced */
     uint8_t test;     /* on the AsyncToolTest tool */
     uint8_t js_gone;  /* the JS object was collected */
+    uint8_t foreign;  /* a wrap(): strong while it has live callbacks */
+    uint32_t live;    /* live callback indices */
 };
 
 /* a JS callback of a step: its index in the root's `_fns` */

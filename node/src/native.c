@@ -99,6 +99,7 @@ static napi_value n_wrap(napi_env env, napi_callback_info info)
     r->e = e;
     r->bsi = bsi;
     r->tool = futoin_steps_tool(bsi);
+    r->foreign = 1;
     r->slot = jh_alloc(e, bsi, r, HK_FOREIGN);
     if (!r->slot || napi_wrap(env, argv[0], r, foreign_finalize, NULL, &r->obj) != napi_ok) {
         if (r->slot) {

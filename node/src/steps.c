@@ -21,6 +21,8 @@
 
 static const char k_stale[] = "InternalError: Unexpected call, object is out of service";
 
+static void root_strong(jroot* r, int on);
+
 /* ---- JS callback indices of a root ---- */
 
 uint32_t jr_alloc_k(jroot* r)
@@ -50,6 +52,9 @@ static void frag_cleanup(void* p)
         r->capfree = cap;
     }
     r->free_k[r->nfree++] = f->k;
+    if (--r->live == 0 && r->foreign) {
+        root_strong(r, 0);
+    }
 }
 
 jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r)
@@ -60,6 +65,9 @@ jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r)
     }
     f->root = r;
     f->k = jr_alloc_k(r);
+    if (r->live++ == 0 && r->foreign) {
+        root_strong(r, 1); /* a foreign flow holds our callbacks: keep them */
+    }
     return f;
 }
 

@@ -1,0 +1,105 @@
+'use strict';
+
+/**
+ * @file futoin-polyglot/native: the FTN12 binary interface from JS.
+ *
+ *   const native = require('futoin-polyglot/native');
+ *   const step = native.cstep('./libsteps.so', 'my_step', { onerror: 'my_onerror' });
+ *   $as().add(step).add((as, v) => console.log(v)).execute();
+ */
+
+const N = require('./lib/binding');
+const AsyncSteps = require('./lib/AsyncSteps');
+
+/**
+ * A C step: an FTN12 execute callback (and optional error callback) from a
+ * shared library, added with as.add(cstep) like a JS function.
+ */
+class CStep {
+    constructor(fn, onerror, data) {
+        this.fn = fn;
+        this.onerror = onerror;
+        this.data = data;
+    }
+}
+
+const address = (v, what) => {
+    if (typeof v === 'bigint') {
+        return v;
+    }
+    if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) {
+        return BigInt(v);
+    }
+    throw new TypeError(`${what} must be an address (BigInt)`);
+};
+
+/**
+ * The address of a C function in a shared library (loaded once, kept).
+ * @param {string} library - path of the shared library
+ * @param {string} name - symbol
+ * @returns {bigint} address
+ */
+const symbol = (library, name) => {
+    if (typeof library !== 'string' || typeof name !== 'string') {
+        throw new TypeError('symbol(library, name) expects two strings');
+    }
+    return N.symbol(library, name);
+};
+
+/**
+ * A C step from a shared library.
+ * @param {string} library - path of the shared library
+ * @param {string} name - symbol of the FutoInAsyncSteps_execute_callback
+ * @param {object} [options] - {onerror: symbol of the error callback, data: BigInt passed as `data`}
+ * @returns {CStep} step for as.add()
+ */
+const cstep = (library, name, options = {}) => {
+    const fn = symbol(library, name);
+    const onerror = options.onerror ? symbol(library, options.onerror) : 0n;
+    const data = options.data === undefined ? 0n : address(options.data, 'data');
+    return new CStep(fn, onerror, data);
+};
+
+/**
+ * The FutoInAsyncSteps* of a JS AsyncSteps, step interface or parallel object.
+ * @param {AsyncSteps} as - a futoin-polyglot AsyncSteps
+ * @returns {bigint} address, valid while `as` is
+ */
+const binary = (as) => {
+    if (as === null || typeof as !== 'object' || as._h === undefined) {
+        throw new TypeError('binary() expects a futoin-polyglot AsyncSteps');
+    }
+    return N.binary(as._h);
+};
+
+/**
+ * A JS AsyncSteps over any provider's FutoInAsyncSteps* (a root, or a step
+ * inside its callback). JS steps added to it run inside that flow.
+ */
+let wrapping = null;
+
+class WrappedSteps extends AsyncSteps {
+    _newHandle() {
+        return N.wrap(this, wrapping);
+    }
+}
+
+const wrap = (addr) => {
+    wrapping = address(addr, 'wrap()');
+    try {
+        return new WrappedSteps();
+    } finally {
+        wrapping = null;
+    }
+};
+
+const isNative = (addr) => N.isNative(address(addr, 'isNative()'));
+
+/**
+ * The FutoInAsyncTool* driving JS flows (for C code of the same core build).
+ * @param {boolean} [test=false] - the AsyncToolTest one
+ * @returns {bigint} address
+ */
+const toolAddress = (test = false) => N.toolAddress(!!test);
+
+module.exports = { CStep, cstep, symbol, binary, wrap, isNative, toolAddress, WrappedSteps };
