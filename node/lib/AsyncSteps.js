@@ -5,14 +5,17 @@
  * observable behaviour of futoin-asyncsteps 2.5, with every flow run by the
  * C scheduler on Node's own loop.
  *
- * A root keeps the JS callbacks of its steps in `_fns`; C knows only their
- * indices. C calls back through the dispatchers at the bottom of this file,
- * which run the callback, turn whatever it throws into the flow's error
- * (keeping the thrown value as state.last_exception) and tell C what the
- * callback did.
+ * JS callbacks stay in the registry (lib/registry.js); C knows only their
+ * indices. A root collects its steps in JS until execute() hands them to C
+ * in one call; inside a step callback, add() and friends are queued in
+ * shared memory and applied by C when the callback returns. C calls back
+ * through the dispatchers at the bottom of this file, which run the
+ * callback, turn whatever it throws into the flow's error (keeping the
+ * thrown value as state.last_exception) and tell C what the callback did.
  */
 
 const N = require('./binding');
+const reg = require('./registry');
 const AsyncTool = require('./AsyncTool');
 const AsyncToolTest = require('./AsyncToolTest');
 const { isProduction, checkFunc, checkOnError, checkLabel } = require('./common');
@@ -22,27 +25,39 @@ const F_ADDED = 1;
 const F_WAIT = 2;
 const F_DONE = 4;
 
-const STALE = 'InternalError: Unexpected call, object is out of service';
-
 const MODE_STEP = 0;
-const MODE_REPEAT = 2;
 
-/* add a C-known callback pair at index k of root._fns */
+const { FNS, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
+const allocK = reg.allocK;
+const queue = reg.queue;
+
+// the handle of the step whose callback runs now: its calls are queued
+let CUR = -1;
+
+// root-level operations kept in JS until execute()
+const Q_ADD = 0;
+const Q_PAR = 1;
+const Q_CALL = 2; // needs a C root: replayed with direct calls
+
+const hasEh = (onerror) => onerror !== undefined && onerror !== null;
+
 /* as.add(cstep): a C step from futoin-polyglot/native */
+const isCStep = (f) => f !== null && typeof f === 'object' && typeof f.fn === 'bigint' &&
+    f.constructor !== undefined && f.constructor.name === 'CStep';
+
 const addC = (h, step, onerror) => {
-    if (onerror !== undefined && onerror !== null) {
+    if (hasEh(onerror)) {
         throw new TypeError('a C step takes its C error handler: cstep(lib, name, {onerror})');
     }
     N.addC(h, step.fn, step.onerror, step.data);
 };
 
-const isCStep = (f) => f !== null && typeof f === 'object' && typeof f.fn === 'bigint' &&
-    f.constructor && f.constructor.name === 'CStep';
-
-const setFns = (root, k, func, onerror) => {
-    const fns = root._fns;
-    fns[k] = func;
-    fns[k + 1] = onerror;
+/* a JS callback pair, registered: its index */
+const register = (func, onerror) => {
+    const k = allocK();
+    FNS[k] = func;
+    FNS[k + 1] = onerror;
+    return k;
 };
 
 const successN = (h, args) => {
@@ -56,8 +71,8 @@ const successN = (h, args) => {
     }
 };
 
-/* error(name, info) shared by roots and steps: state first, then C, then
- * throw, as futoin-asyncsteps does */
+/* error(name, info) of a step: state first, then C, then throw, as
+ * futoin-asyncsteps does */
 const raise = (root, h, name, error_info) => {
     const state = root.state;
     state.error_info = error_info;
@@ -75,6 +90,8 @@ const errorCode = (e) => {
     }
     return String(e);
 };
+
+const clampMs = (ms) => (ms > 0x7fffffff ? 0x7fffffff : (ms >= 0 ? Math.floor(ms) : 0));
 
 /* ---- loops over collections, shared by roots and steps ---- */
 
@@ -108,7 +125,7 @@ const forEachImpl = (asi, map_or_list, func, label) => {
 /* ---- await of a promise ---- */
 
 const awaitImpl = (asi, root, promise, onerror) => {
-    if (promise === null || typeof promise !== 'object' && typeof promise !== 'function' ||
+    if (promise === null || (typeof promise !== 'object' && typeof promise !== 'function') ||
         typeof promise.then !== 'function') {
         throw new TypeError('await() expects a promise');
     }
@@ -199,16 +216,20 @@ class AsyncStepProtector {
         }
         checkFunc(this, func);
         checkOnError(this, onerror);
-        const k = N.add(this._h, onerror !== undefined && onerror !== null);
-        setFns(this._root, k, func, onerror);
+        const k = register(func, onerror);
+        if (this._h === CUR) {
+            queue(CUR, OP_ADD, k, hasEh(onerror) ? 1 : 0);
+        } else {
+            N.add(this._h, k, hasEh(onerror));
+        }
         this._f |= F_ADDED;
         return this;
     }
 
     parallel(onerror) {
         checkOnError(this, onerror);
-        const p = N.parallel(this._h, onerror !== undefined && onerror !== null);
-        setFns(this._root, N.scratch[0], undefined, onerror);
+        const k = register(undefined, onerror);
+        const p = N.parallel(this._h, k, hasEh(onerror));
         this._f |= F_ADDED;
         return new ParallelStep(this._root, p);
     }
@@ -227,7 +248,11 @@ class AsyncStepProtector {
         if (typeof timeout_ms !== 'number') {
             throw new TypeError('setTimeout() expects milliseconds');
         }
-        N.setTimeout(this._h, timeout_ms);
+        if (this._h === CUR) {
+            queue(CUR, OP_TIMEOUT, clampMs(timeout_ms), 0);
+        } else {
+            N.setTimeout(this._h, timeout_ms);
+        }
         this._f |= F_WAIT;
         return this;
     }
@@ -236,14 +261,22 @@ class AsyncStepProtector {
         if (typeof oncancel !== 'function') {
             throw new TypeError('setCancel() expects a function');
         }
-        const k = N.setCancel(this._h);
-        this._root._fns[k] = oncancel;
+        const k = register(oncancel, undefined);
+        if (this._h === CUR) {
+            queue(CUR, OP_CANCEL, k, 0);
+        } else {
+            N.setCancel(this._h, k);
+        }
         this._f |= F_WAIT;
         return this;
     }
 
     waitExternal() {
-        N.waitExternal(this._h);
+        if (this._h === CUR) {
+            queue(CUR, OP_WAIT, 0, 0);
+        } else {
+            N.waitExternal(this._h);
+        }
         this._f |= F_WAIT;
         return this;
     }
@@ -263,8 +296,7 @@ class AsyncStepProtector {
     loop(func, label) {
         checkFunc(this, func);
         checkLabel(label);
-        const k = N.loop(this._h, label);
-        this._root._fns[k] = func;
+        N.loop(this._h, register(func, undefined), label);
         this._f |= F_ADDED;
         return this;
     }
@@ -275,8 +307,7 @@ class AsyncStepProtector {
         if (typeof count !== 'number') {
             throw new TypeError('repeat() expects a count');
         }
-        const k = N.repeat(this._h, count, label);
-        this._root._fns[k] = func;
+        N.repeat(this._h, register(func, undefined), count, label);
         this._f |= F_ADDED;
         return this;
     }
@@ -348,23 +379,34 @@ class AsyncStepProtector {
 class ParallelStep {
     constructor(root, h) {
         this._root = root;
-        this._h = h;
+        this._h = h; // undefined: a root's parallel kept in JS until execute()
+        this._branches = h === undefined ? [] : null;
     }
 
     add(func, onerror) {
         if (typeof func !== 'function' && isCStep(func)) {
+            if (this._h === undefined) {
+                throw new TypeError('C steps in a parallel() of a root that has not run: add them inside a step');
+            }
             addC(this._h, func, onerror);
             return this;
         }
         checkFunc(this, func);
         checkOnError(this, onerror);
-        const k = N.add(this._h, onerror !== undefined && onerror !== null);
-        setFns(this._root, k, func, onerror);
+        if (this._h === undefined) {
+            this._branches.push(func, onerror);
+        } else {
+            N.add(this._h, register(func, onerror), hasEh(onerror));
+        }
         return this;
     }
 
     error(name, error_info) {
-        raise(this._root, this._h, name, error_info);
+        const state = this._root.state;
+        state.error_info = error_info;
+        const e = new Error(name);
+        state.last_exception = e;
+        throw e;
     }
 
     isAsyncSteps() {
@@ -374,12 +416,23 @@ class ParallelStep {
 
 /* a model's root-level calls, replayed by copyFrom() */
 const copyModel = (target, other) => {
-    const model = other._model;
-    if (!model) {
+    const ops = other._ops;
+    if (!Array.isArray(ops)) {
         throw new TypeError('copyFrom() expects an AsyncSteps model');
     }
-    for (const m of model) {
-        m(target);
+    for (let i = 0; i < ops.length; i += 3) {
+        const kind = ops[i];
+        if (kind === Q_ADD) {
+            target.add(ops[i + 1], ops[i + 2]);
+        } else if (kind === Q_PAR) {
+            const p = target.parallel(ops[i + 2]);
+            const br = ops[i + 1]._branches;
+            for (let j = 0; j < br.length; j += 2) {
+                p.add(br[j], br[j + 1]);
+            }
+        } else {
+            ops[i + 1](target);
+        }
     }
 };
 
@@ -394,53 +447,59 @@ class AsyncSteps {
             };
         }
         this.state = state;
-        this._fns = [];
-        this._model = [];
+        this._ops = [];
+        this._slow = false;
+        this._running = false;
+        this._h = undefined;
         this._raised = null;
         this._jsErr = false;
         this._reject = null;
         this._async_tool = async_tool;
-        this._h = this._newHandle(async_tool);
+        this._test = async_tool === AsyncToolTest;
     }
 
-    _newHandle(async_tool) {
-        return N.rootNew(this, async_tool === AsyncToolTest);
+    _checkIdle() {
+        if (this._running && !isProduction) {
+            reg.drainFin();
+            if (this._running) {
+                this.error('InternalError', 'Top level add in execution');
+            }
+        }
+    }
+
+    /* a C root now (binary(), sync objects, loops, C steps before execute()) */
+    _materialize() {
+        if (this._h === undefined) {
+            this._h = N.rootNew(this._test);
+            cleanup.register(this, this._h, this);
+        }
+        return this._h;
     }
 
     add(func, onerror) {
         if (typeof func !== 'function' && isCStep(func)) {
-            addC(this._h, func, onerror);
-            this._model.push((t) => t.add(func, onerror));
-            return this;
+            return this._call((t) => addC(t._materialize(), func, onerror));
         }
         checkFunc(this, func);
         checkOnError(this, onerror);
-        const k = N.add(this._h, onerror !== undefined && onerror !== null);
-        setFns(this, k, func, onerror);
-        this._model.push((t) => t.add(func, onerror));
+        this._checkIdle();
+        this._ops.push(Q_ADD, func, onerror);
+        return this;
+    }
+
+    _call(fn) {
+        this._checkIdle();
+        this._ops.push(Q_CALL, fn, undefined);
+        this._slow = true;
         return this;
     }
 
     parallel(onerror) {
         checkOnError(this, onerror);
-        const p = N.parallel(this._h, onerror !== undefined && onerror !== null);
-        setFns(this, N.scratch[0], undefined, onerror);
-        const ps = new ParallelStep(this, p);
-        const branches = [];
-        ps._model = branches;
-        const add = ps.add;
-        ps.add = function(func, eh) {
-            add.call(this, func, eh);
-            branches.push([func, eh]);
-            return this;
-        };
-        this._model.push((t) => {
-            const tp = t.parallel(onerror);
-            for (const [f, e] of branches) {
-                tp.add(f, e);
-            }
-        });
-        return ps;
+        this._checkIdle();
+        const p = new ParallelStep(this, undefined);
+        this._ops.push(Q_PAR, p, onerror);
+        return p;
     }
 
     sync(object, func, onerror) {
@@ -474,24 +533,69 @@ class AsyncSteps {
     }
 
     cancel() {
-        N.cancel(this._h);
-        this._model = [];
+        if (this._h !== undefined) {
+            N.cancel(this._h);
+        }
+        this._ops = [];
+        this._slow = false;
         return this;
     }
 
     execute() {
-        this._model = [];
-        N.execute(this._h);
+        reg.drainFin();
+        if (this._running) {
+            return this;
+        }
+        const ops = this._ops;
+        this._ops = [];
+        let h = this._h;
+        if (this._slow || h !== undefined) {
+            // replay with direct calls on a C root
+            this._slow = false;
+            h = this._materialize();
+            cleanup.unregister(this);
+            for (let i = 0; i < ops.length; i += 3) {
+                const kind = ops[i];
+                if (kind === Q_ADD) {
+                    const eh = ops[i + 2];
+                    N.add(h, register(ops[i + 1], eh), hasEh(eh));
+                } else if (kind === Q_PAR) {
+                    const eh = ops[i + 2];
+                    const p = N.parallel(h, register(undefined, eh), hasEh(eh));
+                    const br = ops[i + 1]._branches;
+                    for (let j = 0; j < br.length; j += 2) {
+                        N.add(p, register(br[j], br[j + 1]), hasEh(br[j + 1]));
+                    }
+                } else {
+                    ops[i + 1](this);
+                }
+            }
+        } else {
+            for (let i = 0; i < ops.length; i += 3) {
+                const kind = ops[i];
+                const eh = ops[i + 2];
+                if (kind === Q_ADD) {
+                    queue(0, OP_ADD, register(ops[i + 1], eh), hasEh(eh) ? 1 : 0);
+                } else {
+                    queue(0, OP_PAR, register(undefined, eh), hasEh(eh) ? 1 : 0);
+                    const br = ops[i + 1]._branches;
+                    for (let j = 0; j < br.length; j += 2) {
+                        queue(0, OP_PADD, register(br[j], br[j + 1]), hasEh(br[j + 1]) ? 1 : 0);
+                    }
+                }
+            }
+        }
+        this._running = true;
+        h = N.execute(h, this._test, this);
+        this._h = h;
+        ROOTS[h % SLOT] = this;
         return this;
     }
 
     loop(func, label) {
         checkFunc(this, func);
         checkLabel(label);
-        const k = N.loop(this._h, label);
-        this._fns[k] = func;
-        this._model.push((t) => t.loop(func, label));
-        return this;
+        return this._call((t) => N.loop(t._materialize(), register(func, undefined), label));
     }
 
     repeat(count, func, label) {
@@ -500,10 +604,7 @@ class AsyncSteps {
         if (typeof count !== 'number') {
             throw new TypeError('repeat() expects a count');
         }
-        const k = N.repeat(this._h, count, label);
-        this._fns[k] = func;
-        this._model.push((t) => t.repeat(count, func, label));
-        return this;
+        return this._call((t) => N.repeat(t._materialize(), register(func, undefined), count, label));
     }
 
     forEach(map_or_list, func, label) {
@@ -543,16 +644,27 @@ class AsyncSteps {
     }
 }
 
+/* C roots made before execute() and never run go with their JS object */
+const cleanup = new FinalizationRegistry((h) => {
+    N.rootFree(h);
+});
+
 /* ---- dispatchers called by C ---- */
 
+const rootOf = (r) => (typeof r === 'number' ? ROOTS[r] : r);
+
 /* a step, loop body or repeat body: fn(as, ...values) */
-const onStep = (root, h, k, mode, n, a0, a1, a2, a3) => {
-    const fns = root._fns;
-    const fn = fns[k];
-    if (mode === MODE_STEP) {
-        fns[k] = undefined;
+const onStep = (r, h, code, a0, a1, a2, a3) => {
+    const root = rootOf(r);
+    const k = code >>> 5;
+    const fn = FNS[k];
+    if ((code & 24) === MODE_STEP) {
+        FNS[k] = undefined;
     }
+    const n = (code & 7) - 1;
     const as = new AsyncStepProtector(root, h);
+    const prev = CUR;
+    CUR = h;
     try {
         switch (n) {
         case 0: fn(as); break;
@@ -563,9 +675,11 @@ const onStep = (root, h, k, mode, n, a0, a1, a2, a3) => {
         default: fn(as, ...a0);
         }
     } catch (e) {
+        CUR = prev;
         onThrow(root, as, e);
         return F_DONE;
     }
+    CUR = prev;
     const f = as._f;
     if (as._next !== null && !(f & (F_DONE | F_ADDED | F_WAIT))) {
         successN(h, as._next);
@@ -579,17 +693,15 @@ const onThrow = (root, as, e) => {
         root._raised = null;
         return;
     }
-    if (as._f & F_DONE && e instanceof Error && e.message.startsWith('InternalError')) {
-        return;
-    }
     root.state.last_exception = e;
     root._jsErr = true;
     as._f |= F_DONE;
     N.error(as._h, errorCode(e), undefined);
 };
 
-const onError = (root, h, k, code, info) => {
-    const fn = root._fns[k];
+const onError = (r, h, k, code, info) => {
+    const root = rootOf(r);
+    const fn = FNS[k];
     const state = root.state;
     if (root._jsErr) {
         root._jsErr = false;
@@ -601,29 +713,34 @@ const onError = (root, h, k, code, info) => {
         state.async_stack = [fn];
     }
     const as = new AsyncStepProtector(root, h);
+    const prev = CUR;
+    CUR = h;
     try {
         fn(as, code);
     } catch (e) {
+        CUR = prev;
         onThrow(root, as, e);
         return F_DONE;
     }
+    CUR = prev;
     return as._f;
 };
 
-const onCancel = (root, h, k) => {
-    const fn = root._fns[k];
+const onCancel = (r, h, k) => {
+    const fn = FNS[k];
     try {
-        fn(new AsyncStepProtector(root, h));
+        fn(new AsyncStepProtector(rootOf(r), h));
     } catch (e) {
         // a cancel handler cannot fail the flow any more
-        process.emitWarning(`futoin-polyglot: exception in a cancel handler: ${e && e.stack || e}`);
+        process.emitWarning(`futoin-polyglot: exception in a cancel handler: ${(e && e.stack) || e}`);
     }
     return 0;
 };
 
 /* the flow ended with an unhandled error */
-const onFinish = (root, code) => {
-    const reject = root._reject;
+const onFinish = (r, code) => {
+    const root = rootOf(r);
+    const reject = root && root._reject;
     if (reject) {
         root._reject = null;
         reject(new Error(code));
@@ -636,7 +753,7 @@ const onCall = (key) => {
     return 0;
 };
 
-N.scratch = N.init(onStep, onError, onCancel, onFinish, onCall, isProduction);
+reg.SH = N.init(onStep, onError, onCancel, onFinish, onCall, isProduction);
 
 AsyncSteps.AsyncStepProtector = AsyncStepProtector;
 AsyncSteps.ParallelStep = ParallelStep;

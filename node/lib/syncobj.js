@@ -5,6 +5,7 @@
  */
 
 const N = require('./binding');
+const reg = require('./registry');
 const ISync = require('../ISync');
 const { checkFunc, checkOnError } = require('./common');
 
@@ -18,19 +19,24 @@ class NativeSync extends ISync {
     sync(as, step, onerror) {
         checkFunc(as, step);
         checkOnError(as, onerror);
-        const root = as._root || as;
-        const h = as._h;
-        if (!root || !root._fns || h === undefined) {
+        if (as === null || typeof as !== 'object' || !('_h' in as)) {
             throw new TypeError('sync() needs an AsyncSteps of futoin-polyglot');
         }
-        const k = N.sync(h, this._s, onerror !== undefined && onerror !== null);
-        root._fns[k] = step;
-        root._fns[k + 1] = onerror;
+        if (typeof as._call === 'function' && as._root === undefined) {
+            // a root before execute(): applied on its C root then
+            as._call((t) => this._add(t, t._materialize(), step, onerror));
+            return;
+        }
+        this._add(as._root, as._h, step, onerror);
+    }
+
+    _add(root, h, step, onerror) {
+        const k = reg.allocK();
+        reg.FNS[k] = step;
+        reg.FNS[k + 1] = onerror;
+        N.sync(h, this._s, k, onerror !== undefined && onerror !== null);
         // the flow keeps this object (and its C lock) alive
         (root._syncs || (root._syncs = new Set())).add(this);
-        if (root._model && root === as) {
-            root._model.push((t) => t.sync(this, step, onerror));
-        }
     }
 }
 

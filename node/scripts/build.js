@@ -49,7 +49,7 @@ if (!inc) {
 }
 const type = args.includes('--debug') ? 'Debug' : 'Release';
 const conf = ['-S', here, '-B', build, `-DNODE_INCLUDE_DIR=${inc}`, `-DCMAKE_BUILD_TYPE=${type}`];
-if (args.includes('--werror')) conf.push('-DFUTOIN_WERROR=ON');
+if (args.includes('--werror') || process.env.FUTOIN_WERROR === '1') conf.push('-DFUTOIN_WERROR=ON');
 if (args.includes('--sanitize')) conf.push('-DCMAKE_C_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer');
 run('cmake', conf);
 run('cmake', ['--build', build, '--parallel']);

@@ -103,10 +103,10 @@ static napi_value n_init(napi_env env, napi_callback_info info)
     e->production = prod;
     napi_value ab, arr;
     void* data;
-    NAPI_OK(napi_create_arraybuffer(env, 16 * sizeof(int32_t), &data, &ab));
-    NAPI_OK(napi_create_typedarray(env, napi_int32_array, 16, ab, 0, &arr));
-    NAPI_OK(napi_create_reference(env, ab, 1, &e->scratch_ref));
-    e->scratch = data;
+    NAPI_OK(napi_create_arraybuffer(env, SH_SIZE * sizeof(int32_t), &data, &ab));
+    NAPI_OK(napi_create_typedarray(env, napi_int32_array, SH_SIZE, ab, 0, &arr));
+    NAPI_OK(napi_create_reference(env, ab, 1, &e->sh_ref));
+    e->sh = data;
     return arr;
 }
 

@@ -55,27 +55,52 @@ typedef struct hslot
 struct jroot
 {
     jsenv* e;
-    napi_ref obj; /* the JS AsyncSteps; strong while the flow runs */
+    napi_ref obj; /* foreign roots only: the JS view, strong while it has live callbacks */
     FutoInAsyncSteps* bsi;
     FutoInAsyncTool* tool;
     uint32_t slot;
-    uint32_t* free_k; /* freed even indices of the JS `_fns` array */
-    uint32_t nfree, capfree, next_k;
+    uint32_t live;    /* live callback indices (foreign roots) */
     uint8_t running;  /* executed and not finished */
-    uint8_t used;     /* executed once: the next add starts a fresh C root */
-    uint8_t strong;   /* obj is referenced */
     uint8_t test;     /* on the AsyncToolTest tool */
-    uint8_t js_gone;  /* the JS object was collected */
-    uint8_t foreign;  /* a wrap(): strong while it has live callbacks */
-    uint32_t live;    /* live callback indices */
+    uint8_t foreign;  /* made by wrap() */
 };
 
-/* a JS callback of a step: its index in the root's `_fns` */
+/* a JS callback of a step: its index in the JS registry (lib/registry.js) */
 typedef struct jfrag
 {
     jroot* root;
     uint32_t k;
 } jfrag;
+
+/*
+ * The Int32Array shared with JS (lib/registry.js has the same layout):
+ * JS queues the cheap operations of a step callback there and C applies
+ * them when the callback returns or before any other native call; C lists
+ * there the callback indices it released and the roots that finished.
+ */
+#define SH_OPS_N 0   /* int32 words queued */
+#define SH_FREED_N 1 /* released callback indices */
+#define SH_FIN_N 2   /* finished roots (slot, gen pairs) */
+#define SH_RET 3     /* a second result of a native call */
+#define SH_SPILL 4   /* released indices that did not fit (fetch with drainSpill) */
+#define SH_OPS 16
+#define SH_OPS_CAP 3072
+#define SH_FREED (SH_OPS + SH_OPS_CAP)
+#define SH_FREED_CAP 8192
+#define SH_FIN (SH_FREED + SH_FREED_CAP)
+#define SH_FIN_CAP 2048
+#define SH_SIZE (SH_FIN + SH_FIN_CAP)
+
+enum jop
+{
+    OP_TARGET = 1, /* slot, gen */
+    OP_ADD,        /* k, has_onerror */
+    OP_PAR,        /* k, has_onerror */
+    OP_PADD,       /* k, has_onerror: a branch of the last OP_PAR */
+    OP_WAIT,       /* -, - */
+    OP_TIMEOUT,    /* ms, - */
+    OP_CANCEL,     /* k, - */
+};
 
 struct jsenv
 {
@@ -92,12 +117,16 @@ struct jsenv
     napi_async_context actx;
     napi_ref resource;
     napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_sync;
-    int32_t* scratch; /* Int32Array shared with JS for second results */
-    napi_ref scratch_ref;
+    int32_t* sh; /* the shared Int32Array (SH_*) */
+    napi_ref sh_ref;
+    uint32_t* spill;
+    uint32_t nspill, capspill;
     hslot* slots;
     uint32_t nslots, capslots, free_slot;
     uint32_t js_depth; /* calls from JS in progress */
     int production;    /* NODE_ENV=production: no sanity checks */
+    uint32_t exec_slot;    /* the root execute() runs now: JS has not listed it yet */
+    napi_value exec_obj;
 };
 
 /* per-thread: one Node environment per JS thread */
@@ -129,8 +158,8 @@ napi_value js_throw_error(napi_env env, const char* code, const char* msg);
 
 /* steps (steps.c) */
 napi_status js_steps_register(napi_env env, napi_value exports);
-uint32_t jr_alloc_k(jroot* r);
-jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r);
+jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r, uint32_t k);
+void js_flush_ops(jsenv* e);
 /* a JS callback of the step `bsi` dispatched through `fn`; returns the flags */
 int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size_t argc, napi_value* argv);
 

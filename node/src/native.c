@@ -66,12 +66,10 @@ static void foreign_finalize(napi_env env, void* data, void* hint)
     (void)hint;
     jroot* r = data;
     jsenv* e = r->e;
-    r->js_gone = 1;
     napi_delete_reference(env, r->obj);
     if (e->slots[r->slot].root == r) {
         jh_free(e, r->slot);
     }
-    free(r->free_k);
     free(r);
 }
 

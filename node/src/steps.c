@@ -23,49 +23,52 @@ static const char k_stale[] = "InternalError: Unexpected call, object is out of 
 
 static void root_strong(jroot* r, int on);
 
-/* ---- JS callback indices of a root ---- */
+/* ---- JS callback indices ---- */
 
-uint32_t jr_alloc_k(jroot* r)
+/* the index goes back to JS (lib/registry.js) for reuse */
+static void release_k(jsenv* e, uint32_t k)
 {
-    if (r->nfree) {
-        return r->free_k[--r->nfree];
+    int32_t* sh = e->sh;
+    if (sh[SH_FREED_N] < SH_FREED_CAP) {
+        sh[SH_FREED + sh[SH_FREED_N]++] = (int32_t)k;
+        return;
     }
-    uint32_t k = r->next_k;
-    r->next_k += 2;
-    return k;
+    if (e->nspill == e->capspill) {
+        uint32_t cap = e->capspill ? e->capspill * 2 : 1024;
+        uint32_t* n = realloc(e->spill, cap * sizeof(uint32_t));
+        if (!n) {
+            return; /* the index is lost, not reused */
+        }
+        e->spill = n;
+        e->capspill = cap;
+    }
+    e->spill[e->nspill++] = k;
+    sh[SH_SPILL] = (int32_t)e->nspill;
 }
 
 static void frag_cleanup(void* p)
 {
     jfrag* f = p;
-    jroot* r = f->root;
-    if (!r || r->js_gone) {
+    jsenv* e = tl_env;
+    if (!e) {
         return;
     }
-    if (r->nfree == r->capfree) {
-        uint32_t cap = r->capfree ? r->capfree * 2 : 16;
-        uint32_t* n = realloc(r->free_k, cap * sizeof(uint32_t));
-        if (!n) {
-            return; /* the index is lost, not reused */
-        }
-        r->free_k = n;
-        r->capfree = cap;
-    }
-    r->free_k[r->nfree++] = f->k;
-    if (--r->live == 0 && r->foreign) {
+    release_k(e, f->k);
+    jroot* r = f->root;
+    if (r && r->foreign && --r->live == 0) {
         root_strong(r, 0);
     }
 }
 
-jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r)
+jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r, uint32_t k)
 {
     jfrag* f = owner->api->stack(owner, sizeof(jfrag), frag_cleanup);
     if (!f) {
         return NULL;
     }
     f->root = r;
-    f->k = jr_alloc_k(r);
-    if (r->live++ == 0 && r->foreign) {
+    f->k = k;
+    if (r->foreign && r->live++ == 0) {
         root_strong(r, 1); /* a foreign flow holds our callbacks: keep them */
     }
     return f;
@@ -132,21 +135,27 @@ static int32_t call_js(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, size_t argc
     return flags;
 }
 
-/* the JS root object, or NULL (after an InternalError) when it is gone */
-static napi_value root_obj(jsenv* e, jroot* r, FutoInAsyncSteps* bsi)
+/* what JS finds the root by: the slot of one of our roots (lib/registry.js
+ * keeps the running ones), the view object of a wrapped one */
+static int root_arg(jsenv* e, jroot* r, napi_value* out)
 {
-    napi_value o = NULL;
-    if (!r || r->js_gone || napi_get_reference_value(e->env, r->obj, &o) != napi_ok || !o) {
-        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "the JS AsyncSteps object is gone");
-        return NULL;
+    if (!r) {
+        return -1;
     }
-    return o;
+    if (r->foreign) {
+        return napi_get_reference_value(e->env, r->obj, out) == napi_ok && *out ? 0 : -1;
+    }
+    if (r->slot == e->exec_slot && e->exec_obj) {
+        *out = e->exec_obj;
+        return 0;
+    }
+    return napi_create_uint32(e->env, r->slot, out) == napi_ok ? 0 : -1;
 }
 
 int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size_t argc, napi_value* argv)
 {
-    argv[0] = root_obj(e, r, bsi);
-    if (!argv[0]) {
+    if (root_arg(e, r, &argv[0]) != 0) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "the JS AsyncSteps object is gone");
         return JS_F_DONE;
     }
     uint32_t s = jh_alloc(e, bsi, r, HK_STEP);
@@ -156,6 +165,9 @@ int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size
     }
     jh_new_id(e, s, &argv[1]);
     int32_t flags = call_js(e, fn, bsi, argc, argv);
+    if (e->sh[SH_OPS_N]) {
+        js_flush_ops(e);
+    }
     if ((flags & JS_F_DONE) || !(flags & (JS_F_ADDED | JS_F_WAIT))) {
         jh_free(e, s);
     } else {
@@ -164,6 +176,9 @@ int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size
     return flags;
 }
 
+/* JS gets (root, handle, code, values...) with code = k * 32 + mode * 8 +
+ * (the number of values + 1); a pack of more than four values is one array
+ * (number -1) */
 static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i)
 {
     jsenv* e = tl_env;
@@ -173,26 +188,24 @@ static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs
         bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "no JS handle scope");
         return;
     }
-    napi_value argv[9];
-    napi_value undef;
-    napi_get_undefined(env, &undef);
-    napi_create_uint32(env, f->k, &argv[2]);
-    napi_create_int32(env, mode, &argv[3]);
+    napi_value argv[7];
     int n = 0;
-    argv[5] = argv[6] = argv[7] = argv[8] = undef;
     if (mode == MODE_REPEAT) {
-        napi_create_double(env, (double)i, &argv[5]);
+        napi_create_double(env, (double)i, &argv[3]);
         n = 1;
-    } else if (args) {
-        n = jv_from_args(env, args, &argv[5]);
+    } else if (args && args->arg0.type) {
+        n = jv_from_args(env, args, &argv[3]);
+        if (n < 0) {
+            n = -1; /* one array of all the values */
+        }
         for (int j = 0; j < (n < 0 ? 1 : n); ++j) {
-            if (!argv[5 + j]) {
-                argv[5 + j] = undef;
+            if (!argv[3 + j]) {
+                napi_get_undefined(env, &argv[3 + j]);
             }
         }
     }
-    napi_create_int32(env, n, &argv[4]);
-    js_dispatch(e, e->f_step, bsi, f->root, 9, argv);
+    napi_create_int32(env, (int32_t)(f->k * 32 + (uint32_t)mode * 8 + (uint32_t)(n + 1)), &argv[2]);
+    js_dispatch(e, e->f_step, bsi, f->root, 3 + (size_t)(n < 0 ? 1 : n), argv);
     napi_close_handle_scope(env, hs);
 }
 
@@ -243,16 +256,15 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
         return;
     }
     napi_value argv[3];
-    argv[0] = NULL;
-    if (f->root && !f->root->js_gone) {
-        napi_get_reference_value(env, f->root->obj, &argv[0]);
-    }
-    if (argv[0]) {
+    if (root_arg(e, f->root, &argv[0]) == 0) {
         uint32_t s = jh_alloc(e, bsi, f->root, HK_STEP);
         if (s) {
             jh_new_id(e, s, &argv[1]);
             napi_create_uint32(env, f->k, &argv[2]);
             call_js(e, e->f_cancel, NULL, 3, argv);
+            if (e->sh[SH_OPS_N]) {
+                js_flush_ops(e);
+            }
             jh_free(e, s);
         }
     }
@@ -263,29 +275,76 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
 
 static void root_strong(jroot* r, int on)
 {
-    if (r->strong == on || r->js_gone) {
-        return;
-    }
     uint32_t cnt;
     if (on) {
         napi_reference_ref(r->e->env, r->obj, &cnt);
     } else {
         napi_reference_unref(r->e->env, r->obj, &cnt);
     }
-    r->strong = (uint8_t)on;
 }
 
-static void root_finished(jroot* r)
+/* the jroot lives as long as the C root: frags and cancel handlers of a
+ * flow being torn down still read it */
+static void root_release(void* p)
 {
+    free(*(jroot**)p);
+}
+
+static jroot* root_new(jsenv* e, int test)
+{
+    jroot* r = calloc(1, sizeof(jroot));
+    if (!r) {
+        return NULL;
+    }
+    r->e = e;
+    r->test = (uint8_t)test;
+    r->tool = test ? e->test_tool : e->tool;
+    r->bsi = futoin_steps_new(r->tool);
+    r->slot = r->bsi ? jh_alloc(e, r->bsi, r, HK_ROOT) : 0;
+    if (!r->slot) {
+        if (r->bsi) {
+            r->bsi->api->free(r->bsi);
+        }
+        free(r);
+        return NULL;
+    }
+    jroot** keep = r->bsi->api->stack(r->bsi, sizeof(jroot*), root_release);
+    if (!keep) {
+        jh_free(e, r->slot);
+        r->bsi->api->free(r->bsi);
+        free(r);
+        return NULL;
+    }
+    *keep = r;
+    return r;
+}
+
+/* the flow is over: JS drops the root from its running set when it next
+ * looks (SH_FIN), the C root goes (the engine defers that while inside) */
+static void root_end(jroot* r)
+{
+    jsenv* e = r->e;
+    int32_t* sh = e->sh;
+    if (r->running && sh[SH_FIN_N] + 2 <= SH_FIN_CAP) {
+        sh[SH_FIN + sh[SH_FIN_N]++] = (int32_t)r->slot;
+        sh[SH_FIN + sh[SH_FIN_N]++] = (int32_t)e->slots[r->slot].gen;
+    }
     r->running = 0;
-    root_strong(r, 0);
+    if (e->slots[r->slot].root == r) {
+        jh_free(e, r->slot);
+    }
+    FutoInAsyncSteps* bsi = r->bsi;
+    r->bsi = NULL;
+    if (bsi) {
+        bsi->api->free(bsi); /* frees r through root_release */
+    }
 }
 
 static void tr_finish(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)bsi;
     (void)args;
-    root_finished(data);
+    root_end(data);
 }
 
 static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
@@ -295,85 +354,83 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
     jsenv* e = tl_env;
     napi_env env = e->env;
     napi_handle_scope hs;
-    int was_running = r->running;
-    if (!was_running || r->js_gone || napi_open_handle_scope(env, &hs) != napi_ok) {
-        root_finished(r);
-        return;
-    }
-    napi_value argv[2];
-    argv[0] = NULL;
-    napi_get_reference_value(env, r->obj, &argv[0]);
-    root_finished(r);
-    if (argv[0]) {
-        napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &argv[1]);
-        call_js(e, e->f_finish, NULL, 2, argv);
-    }
-    napi_close_handle_scope(env, hs);
-}
-
-static void root_finalize(napi_env env, void* data, void* hint)
-{
-    (void)env;
-    (void)hint;
-    jroot* r = data;
-    jsenv* e = r->e;
-    r->js_gone = 1;
-    if (r->bsi && e->slots[r->slot].kind == HK_ROOT) {
-        r->bsi->api->free(r->bsi);
-    }
-    r->bsi = NULL;
-    napi_delete_reference(env, r->obj);
-    jh_free(e, r->slot);
-    free(r->free_k);
-    free(r);
-}
-
-/* a finished root starts over with a fresh C root: the old one's memory and
- * callback indices are released at once */
-static FutoInAsyncSteps* root_fresh(jroot* r)
-{
-    if (!r->used || r->running || !r->bsi || r->e->slots[r->slot].kind != HK_ROOT) {
-        return r->bsi;
-    }
-    r->used = 0;
-    r->bsi->api->free(r->bsi);
-    r->bsi = futoin_steps_new(r->tool);
-    r->nfree = 0;
-    r->next_k = 0;
-    r->e->slots[r->slot].bsi = r->bsi;
-    return r->bsi;
-}
-
-/* rootNew(obj, test) -> handle */
-static napi_value n_root_new(napi_env env, napi_callback_info info)
-{
-    jsenv* e = tl_env;
-    size_t argc = 2;
-    napi_value argv[2], out;
-    bool test = false;
-    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    napi_get_value_bool(env, argv[1], &test);
-    jroot* r = calloc(1, sizeof(jroot));
-    if (!r) {
-        return js_throw_error(env, "InternalError", "out of memory");
-    }
-    r->e = e;
-    r->test = test;
-    r->tool = test ? e->test_tool : e->tool;
-    r->bsi = futoin_steps_new(r->tool);
-    r->slot = r->bsi ? jh_alloc(e, r->bsi, r, HK_ROOT) : 0;
-    if (!r->slot || napi_wrap(env, argv[0], r, root_finalize, NULL, &r->obj) != napi_ok) {
-        if (r->slot) {
-            jh_free(e, r->slot);
+    if (r->running && napi_open_handle_scope(env, &hs) == napi_ok) {
+        napi_value argv[2];
+        if (root_arg(e, r, &argv[0]) == 0) {
+            napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &argv[1]);
+            call_js(e, e->f_finish, NULL, 2, argv);
         }
-        if (r->bsi) {
-            r->bsi->api->free(r->bsi);
-        }
-        free(r);
-        return js_throw_error(env, "InternalError", "cannot create a root");
+        napi_close_handle_scope(env, hs);
     }
-    NAPI_OK(jh_new_id(e, r->slot, &out));
-    return out;
+    root_end(r);
+}
+
+/* ---- queued operations of a step callback ---- */
+
+void js_flush_ops(jsenv* e)
+{
+    int32_t* sh = e->sh;
+    int32_t n = sh[SH_OPS_N];
+    sh[SH_OPS_N] = 0;
+    FutoInAsyncSteps* t = NULL;
+    FutoInAsyncSteps* par = NULL;
+    jroot* r = NULL;
+    for (int32_t i = 0; i + 2 < n; i += 3) {
+        int32_t op = sh[SH_OPS + i], a = sh[SH_OPS + i + 1], b = sh[SH_OPS + i + 2];
+        if (op == OP_TARGET) {
+            uint32_t s = (uint32_t)a;
+            hslot* h = s < e->nslots ? &e->slots[s] : NULL;
+            if (h && h->gen == (uint32_t)b && h->kind != HK_FREE) {
+                t = h->bsi;
+                r = h->root;
+            } else {
+                t = NULL; /* a step that ended meanwhile: its operations are dropped */
+            }
+            par = NULL;
+            continue;
+        }
+        if (!t) {
+            continue;
+        }
+        switch (op) {
+        case OP_ADD:
+        case OP_PADD: {
+            FutoInAsyncSteps* to = op == OP_PADD ? par : t;
+            jfrag* f = to ? jr_frag(t, r, (uint32_t)a) : NULL;
+            if (f) {
+                to->api->add(to, f, tr_step, b ? tr_error : NULL);
+            } else {
+                release_k(e, (uint32_t)a);
+            }
+            break;
+        }
+        case OP_PAR: {
+            jfrag* f = jr_frag(t, r, (uint32_t)a);
+            par = f ? t->api->parallel(t, f, b ? tr_error : NULL) : NULL;
+            if (!f) {
+                release_k(e, (uint32_t)a);
+            }
+            break;
+        }
+        case OP_WAIT:
+            t->api->waitExternal(t);
+            break;
+        case OP_TIMEOUT:
+            t->api->setTimeout(t, (uint32_t)a);
+            break;
+        case OP_CANCEL: {
+            jfrag* f = jr_frag(t, r, (uint32_t)a);
+            if (f) {
+                t->api->setCancel(t, f, tr_cancel);
+            } else {
+                release_k(e, (uint32_t)a);
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
 }
 
 /* ---- natives on handles ---- */
@@ -385,7 +442,9 @@ static napi_value n_root_new(napi_env env, napi_callback_info info)
     if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {                        \
         return NULL;                                                                               \
     }                                                                                              \
-    (void)e
+    if (e->sh[SH_OPS_N]) {                                                                         \
+        js_flush_ops(e);                                                                           \
+    }
 
 static hslot* handle_or_throw(napi_env env, jsenv* e, napi_value v, int kinds)
 {
@@ -400,21 +459,11 @@ static hslot* handle_or_throw(napi_env env, jsenv* e, napi_value v, int kinds)
  * runs, as the JS library's sanity check */
 static FutoInAsyncSteps* target_of(napi_env env, hslot* h)
 {
-    if (h->kind == HK_ROOT) {
-        if (h->root->running && !h->root->e->production) {
-            js_throw_error(env, "InternalError", "Top level add in execution");
-            return NULL;
-        }
-        return root_fresh(h->root);
+    if (h->kind == HK_ROOT && h->root->running && !h->root->e->production) {
+        js_throw_error(env, "InternalError", "Top level add in execution");
+        return NULL;
     }
     return h->bsi;
-}
-
-static napi_value ret_u32(napi_env env, uint32_t v)
-{
-    napi_value r;
-    napi_create_uint32(env, v, &r);
-    return r;
 }
 
 static int bool_arg(napi_env env, napi_value v)
@@ -424,10 +473,39 @@ static int bool_arg(napi_env env, napi_value v)
     return b;
 }
 
-/* add(h, hasOnerror) -> k */
+static uint32_t k_arg(napi_env env, napi_value v)
+{
+    uint32_t k = 0;
+    napi_get_value_uint32(env, v, &k);
+    return k;
+}
+
+/* flush(): apply the queued operations now */
+static napi_value n_flush(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    return NULL;
+}
+
+/* drainSpill() -> indices released beyond the shared area */
+static napi_value n_drain_spill(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    napi_value arr, v;
+    NAPI_OK(napi_create_array_with_length(env, e->nspill, &arr));
+    for (uint32_t i = 0; i < e->nspill; ++i) {
+        napi_create_uint32(env, e->spill[i], &v);
+        napi_set_element(env, arr, i, v);
+    }
+    e->nspill = 0;
+    e->sh[SH_SPILL] = 0;
+    return arr;
+}
+
+/* add(h, k, hasOnerror) */
 static napi_value n_add(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(2);
+    GET_ARGS(3);
     hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
     if (!h) {
         return NULL;
@@ -437,18 +515,18 @@ static napi_value n_add(napi_env env, napi_callback_info info)
     if (!bsi) {
         return NULL;
     }
-    jfrag* f = jr_frag(bsi, r);
+    jfrag* f = jr_frag(bsi, r, k_arg(env, argv[1]));
     if (!f) {
         return js_throw_error(env, "InternalError", "add() on a completed step");
     }
-    bsi->api->add(bsi, f, tr_step, bool_arg(env, argv[1]) ? tr_error : NULL);
-    return ret_u32(env, f->k);
+    bsi->api->add(bsi, f, tr_step, bool_arg(env, argv[2]) ? tr_error : NULL);
+    return NULL;
 }
 
-/* parallel(h, hasOnerror) -> parallel handle; scratch[0] = k */
+/* parallel(h, k, hasOnerror) -> parallel handle */
 static napi_value n_parallel(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(2);
+    GET_ARGS(3);
     hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
     if (!h) {
         return NULL;
@@ -458,11 +536,11 @@ static napi_value n_parallel(napi_env env, napi_callback_info info)
     if (!bsi) {
         return NULL;
     }
-    jfrag* f = jr_frag(bsi, r);
+    jfrag* f = jr_frag(bsi, r, k_arg(env, argv[1]));
     if (!f) {
         return js_throw_error(env, "InternalError", "parallel() on a completed step");
     }
-    FutoInAsyncSteps* p = bsi->api->parallel(bsi, f, bool_arg(env, argv[1]) ? tr_error : NULL);
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, f, bool_arg(env, argv[2]) ? tr_error : NULL);
     if (!p) {
         return js_throw_error(env, "InternalError", "parallel() was refused");
     }
@@ -472,7 +550,6 @@ static napi_value n_parallel(napi_env env, napi_callback_info info)
     }
     /* the parallel object is usable while its owner lives */
     keep_slot(e, bsi, s);
-    e->scratch[0] = (int32_t)f->k;
     napi_value out;
     NAPI_OK(jh_new_id(e, s, &out));
     return out;
@@ -508,7 +585,7 @@ static napi_value n_success(napi_env env, napi_callback_info info)
 static napi_value n_error(napi_env env, napi_callback_info info)
 {
     GET_ARGS(3);
-    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP | (1 << HK_ROOT));
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP | (1 << HK_ROOT) | (1 << HK_PARALLEL));
     if (!h) {
         return NULL;
     }
@@ -538,20 +615,20 @@ static napi_value n_set_timeout(napi_env env, napi_callback_info info)
     return NULL;
 }
 
-/* setCancel(h) -> k */
+/* setCancel(h, k) */
 static napi_value n_set_cancel(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(1);
+    GET_ARGS(2);
     hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
     if (!h) {
         return NULL;
     }
-    jfrag* f = jr_frag(h->bsi, h->root);
+    jfrag* f = jr_frag(h->bsi, h->root, k_arg(env, argv[1]));
     if (!f) {
         return js_throw_error(env, "InternalError", "setCancel() on a completed step");
     }
     h->bsi->api->setCancel(h->bsi, f, tr_cancel);
-    return ret_u32(env, f->k);
+    return NULL;
 }
 
 static napi_value n_wait_external(napi_env env, napi_callback_info info)
@@ -564,10 +641,10 @@ static napi_value n_wait_external(napi_env env, napi_callback_info info)
     return NULL;
 }
 
-/* loop(h, label) -> k; repeat(h, count, label) -> k */
+/* loop(h, k, label); repeat(h, k, count, label) */
 static napi_value n_loop(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(2);
+    GET_ARGS(3);
     hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
     if (!h) {
         return NULL;
@@ -576,25 +653,25 @@ static napi_value n_loop(napi_env env, napi_callback_info info)
     if (!bsi) {
         return NULL;
     }
-    jfrag* f = jr_frag(bsi, h->root);
+    jfrag* f = jr_frag(bsi, h->root, k_arg(env, argv[1]));
     if (!f) {
         return js_throw_error(env, "InternalError", "loop() on a completed step");
     }
-    char* label = js_strdup(env, argv[1]);
+    char* label = js_strdup(env, argv[2]);
     bsi->api->loop(bsi, f, tr_loop, label);
     free(label);
-    return ret_u32(env, f->k);
+    return NULL;
 }
 
 static napi_value n_repeat(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(3);
+    GET_ARGS(4);
     hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
     if (!h) {
         return NULL;
     }
     double count = 0;
-    napi_get_value_double(env, argv[1], &count);
+    napi_get_value_double(env, argv[2], &count);
     if (!(count > 0)) {
         count = 0;
     }
@@ -602,14 +679,14 @@ static napi_value n_repeat(napi_env env, napi_callback_info info)
     if (!bsi) {
         return NULL;
     }
-    jfrag* f = jr_frag(bsi, h->root);
+    jfrag* f = jr_frag(bsi, h->root, k_arg(env, argv[1]));
     if (!f) {
         return js_throw_error(env, "InternalError", "repeat() on a completed step");
     }
-    char* label = js_strdup(env, argv[2]);
+    char* label = js_strdup(env, argv[3]);
     bsi->api->repeat(bsi, f, (size_t)count, tr_repeat, label);
     free(label);
-    return ret_u32(env, f->k);
+    return NULL;
 }
 
 static napi_value loop_ctl(napi_env env, napi_callback_info info, int brk)
@@ -639,52 +716,104 @@ static napi_value n_continue(napi_env env, napi_callback_info info)
     return loop_ctl(env, info, 0);
 }
 
-/* execute(h): schedule the root and run its first burst now */
-static napi_value n_execute(napi_env env, napi_callback_info info)
+/* rootNew(test) -> handle of a C root made before execute() (binary()) */
+static napi_value n_root_new(napi_env env, napi_callback_info info)
 {
     GET_ARGS(1);
-    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ROOT);
-    if (!h) {
+    jroot* r = root_new(e, bool_arg(env, argv[0]));
+    if (!r) {
+        return js_throw_error(env, "InternalError", "cannot create a root");
+    }
+    napi_value out;
+    NAPI_OK(jh_new_id(e, r->slot, &out));
+    return out;
+}
+
+/* rootFree(h): a root made by rootNew() and never executed */
+static napi_value n_root_free(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
+    if (h && !h->root->running) {
+        root_end(h->root);
+    }
+    return NULL;
+}
+
+/* execute(h|undefined, test, obj) -> handle: the queued root-level
+ * operations (target slot 0) go to this root, then it runs its first burst
+ * now, with `obj` as the JS root */
+static napi_value n_execute(napi_env env, napi_callback_info info)
+{
+    jsenv* e = tl_env;
+    size_t argc = 3;
+    napi_value argv[3];
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
         return NULL;
     }
-    jroot* r = h->root;
-    FutoInAsyncSteps* bsi = h->bsi;
-    if (h->kind == HK_ROOT) {
-        if (r->running) {
-            return NULL; /* already running: as the JS library, nothing more */
-        }
-        bsi = root_fresh(r);
-        bsi->api->add(bsi, r, tr_finish, NULL);
-        r->running = 1;
-        r->used = 1;
-        root_strong(r, 1);
-        bsi->api->execute(bsi, r, tr_unhandled);
-    } else {
-        bsi->api->execute(bsi, NULL, NULL);
+    hslot* h = jh_get(e, argv[0], (1 << HK_ROOT) | (1 << HK_FOREIGN));
+    if (h && h->kind == HK_FOREIGN) {
+        js_flush_ops(e);
+        h->bsi->api->execute(h->bsi, NULL, NULL);
+        futoin_steps_execute_burst(h->bsi);
+        return NULL;
     }
+    jroot* r = h ? h->root : NULL;
+    if (r && r->running) {
+        js_flush_ops(e);
+        return argv[0]; /* already running: as the JS library, nothing more */
+    }
+    if (!r) {
+        r = root_new(e, bool_arg(env, argv[1]));
+        if (!r) {
+            e->sh[SH_OPS_N] = 0;
+            return js_throw_error(env, "InternalError", "cannot create a root");
+        }
+    }
+    /* slot 0 in OP_TARGET names the root being executed */
+    hslot* z = &e->slots[0];
+    z->bsi = r->bsi;
+    z->root = r;
+    z->kind = HK_ROOT;
+    js_flush_ops(e);
+    z->kind = HK_FREE;
+    z->bsi = NULL;
+    z->root = NULL;
+    FutoInAsyncSteps* bsi = r->bsi;
+    bsi->api->add(bsi, r, tr_finish, NULL);
+    r->running = 1;
+    napi_value out;
+    NAPI_OK(jh_new_id(e, r->slot, &out));
+    bsi->api->execute(bsi, r, tr_unhandled);
+    uint32_t saved_slot = e->exec_slot;
+    napi_value saved_obj = e->exec_obj;
+    e->exec_slot = r->slot;
+    e->exec_obj = argv[2];
     futoin_steps_execute_burst(bsi);
-    return NULL;
+    e->exec_slot = saved_slot;
+    e->exec_obj = saved_obj;
+    return out;
 }
 
 static napi_value n_cancel(napi_env env, napi_callback_info info)
 {
     GET_ARGS(1);
-    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ROOT);
+    hslot* h = jh_get(e, argv[0], KINDS_ROOT);
     if (!h) {
-        return NULL;
+        return NULL; /* finished already */
     }
     jroot* r = h->root;
     h->bsi->api->cancel(h->bsi);
-    if (r && h->kind == HK_ROOT) {
-        root_finished(r);
+    if (h->kind == HK_ROOT) {
+        root_end(r);
     }
     return NULL;
 }
 
-/* sync(h, syncObject, hasOnerror) -> k */
+/* sync(h, syncObject, k, hasOnerror) */
 static napi_value n_sync(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(3);
+    GET_ARGS(4);
     hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
     if (!h) {
         return NULL;
@@ -697,12 +826,12 @@ static napi_value n_sync(napi_env env, napi_callback_info info)
     if (!bsi) {
         return NULL;
     }
-    jfrag* f = jr_frag(bsi, h->root);
+    jfrag* f = jr_frag(bsi, h->root, k_arg(env, argv[2]));
     if (!f) {
         return js_throw_error(env, "InternalError", "sync() on a completed step");
     }
-    bsi->api->addSync(bsi, s, f, tr_step, bool_arg(env, argv[2]) ? tr_error : NULL);
-    return ret_u32(env, f->k);
+    bsi->api->addSync(bsi, s, f, tr_step, bool_arg(env, argv[3]) ? tr_error : NULL);
+    return NULL;
 }
 
 static napi_value n_valid(napi_env env, napi_callback_info info)
@@ -805,7 +934,7 @@ static napi_value n_test_reset(napi_env env, napi_callback_info info)
         if (h->kind == HK_ROOT && h->root->test && h->root->running) {
             jroot* r = h->root;
             r->bsi->api->cancel(r->bsi);
-            root_finished(r);
+            root_end(r);
         }
     }
     return NULL;
@@ -819,6 +948,9 @@ napi_status js_steps_register(napi_env env, napi_value exports)
         napi_callback cb;
     } fns[] = {
             {"rootNew", n_root_new},
+            {"rootFree", n_root_free},
+            {"flush", n_flush},
+            {"drainSpill", n_drain_spill},
             {"add", n_add},
             {"parallel", n_parallel},
             {"success", n_success},

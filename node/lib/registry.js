@@ -1,0 +1,113 @@
+'use strict';
+
+/**
+ * @file What JS and C share: the registry of JS callbacks (C knows only
+ * their indices), the running roots (C names them by slot), and the
+ * Int32Array through which a step callback queues its cheap operations
+ * (applied by C when the callback returns) and C hands back released
+ * indices and finished roots. Layout: SH_* in src/addon.h.
+ */
+
+const N = require('./binding');
+
+const SH_OPS_N = 0;
+const SH_FREED_N = 1;
+const SH_FIN_N = 2;
+const SH_SPILL = 4;
+const SH_OPS = 16;
+const SH_OPS_CAP = 3072;
+const SH_FREED = SH_OPS + SH_OPS_CAP;
+const SH_FIN = SH_FREED + 8192;
+
+const OP_TARGET = 1;
+const SLOT = 16777216; // handles are slot + gen * 2^24
+
+const FNS = []; // callbacks by index: fn at k, its onerror at k + 1
+const FREE = [];
+const ROOTS = []; // running roots by slot
+const reg = { FNS, ROOTS, SH: null, target: -1 };
+
+const drainFreed = () => {
+    const SH = reg.SH;
+    const n = SH[SH_FREED_N];
+    for (let i = 0; i < n; ++i) {
+        const k = SH[SH_FREED + i];
+        FNS[k] = undefined;
+        FNS[k + 1] = undefined;
+        FREE.push(k);
+    }
+    SH[SH_FREED_N] = 0;
+    if (SH[SH_SPILL] !== 0) {
+        for (const k of N.drainSpill()) {
+            FNS[k] = undefined;
+            FNS[k + 1] = undefined;
+            FREE.push(k);
+        }
+    }
+};
+
+/* a free index pair of FNS */
+reg.allocK = () => {
+    const SH = reg.SH;
+    if (SH[SH_FREED_N] !== 0 || SH[SH_SPILL] !== 0) {
+        drainFreed();
+    }
+    if (FREE.length !== 0) {
+        return FREE.pop();
+    }
+    const k = FNS.length;
+    FNS.push(undefined, undefined);
+    return k;
+};
+
+/* forget roots whose flows ended */
+reg.drainFin = () => {
+    const SH = reg.SH;
+    const n = SH[SH_FIN_N];
+    for (let i = 0; i < n; i += 2) {
+        const slot = SH[SH_FIN + i];
+        const r = ROOTS[slot];
+        if (r !== undefined && r._h === slot + SH[SH_FIN + i + 1] * SLOT) {
+            ROOTS[slot] = undefined;
+            r._h = undefined;
+            r._running = false;
+        }
+    }
+    SH[SH_FIN_N] = 0;
+};
+
+/* queue op(a, b) for the step or root with handle h (0: the root being
+ * executed); C applies the queue before anything else touches a flow */
+reg.queue = (h, op, a, b) => {
+    const SH = reg.SH;
+    let n = SH[SH_OPS_N];
+    if (n === 0 || reg.target !== h) {
+        if (n + 6 > SH_OPS_CAP) {
+            N.flush();
+            n = 0;
+        }
+        const slot = h % SLOT;
+        SH[SH_OPS + n] = OP_TARGET;
+        SH[SH_OPS + n + 1] = slot;
+        SH[SH_OPS + n + 2] = (h - slot) / SLOT;
+        n += 3;
+        reg.target = h;
+    } else if (n + 3 > SH_OPS_CAP) {
+        N.flush();
+        return reg.queue(h, op, a, b);
+    }
+    SH[SH_OPS + n] = op;
+    SH[SH_OPS + n + 1] = a;
+    SH[SH_OPS + n + 2] = b;
+    SH[SH_OPS_N] = n + 3;
+};
+
+reg.SLOT = SLOT;
+reg.OP_ADD = 2;
+reg.OP_PAR = 3;
+reg.OP_PADD = 4;
+reg.OP_WAIT = 5;
+reg.OP_TIMEOUT = 6;
+reg.OP_CANCEL = 7;
+
+module.exports = reg;

@@ -1,0 +1,70 @@
+// Type declarations of futoin-polyglot/native: the FTN12 binary interface
+// seen from JS. Addresses (C pointers) are BigInts.
+//
+//   import native = require('futoin-polyglot/native');
+//   const step = native.cstep('./libsteps.so', 'my_step', { onerror: 'my_onerror' });
+//   $as().add(step).add((as, v) => console.log(v)).execute();
+
+import $as = require('./index');
+
+/** An address: a BigInt (or a safe non-negative integer Number). */
+export type Address = bigint | number;
+
+/**
+ * A C step: an FTN12 execute callback (FutoInAsyncSteps_execute_callback)
+ * and an optional error callback, added with as.add(cstep) like a JS function.
+ */
+export class CStep {
+    constructor(fn: bigint, onerror: bigint, data: bigint);
+    /** FutoInAsyncSteps_execute_callback */
+    fn: bigint;
+    /** FutoInAsyncSteps_error_callback, 0n for none */
+    onerror: bigint;
+    /** the `data` pointer both callbacks receive */
+    data: bigint;
+}
+
+export interface CStepOptions {
+    /** symbol of the FutoInAsyncSteps_error_callback in the same library */
+    onerror?: string;
+    /** the `data` pointer passed to the callbacks (default 0n) */
+    data?: Address;
+}
+
+/**
+ * A C step from a shared library (dlopen'ed once and kept loaded).
+ * Throws a TypeError when the library or a symbol is not found.
+ */
+export function cstep(library: string, name: string, options?: CStepOptions): CStep;
+
+/** The address of a C function in a shared library (loaded once, kept). */
+export function symbol(library: string, name: string): bigint;
+
+/**
+ * The FutoInAsyncSteps* of a root AsyncSteps, a step interface (valid while
+ * the step is active) or a parallel object. A root's address stays valid
+ * until the root is collected or re-used after it finished (a finished root
+ * starts over with a new C root on its next add()).
+ */
+export function binary(as: $as.AsyncSteps | $as.AsyncStepProtector | $as.ParallelStep): bigint;
+
+/**
+ * A JS AsyncSteps over any provider's FutoInAsyncSteps* (a root, or a step
+ * inside its callback): JS steps added to it run inside that flow. The
+ * caller keeps the pointer valid while the view is used.
+ */
+export function wrap(address: Address): WrappedSteps;
+
+/** Whether the FutoInAsyncSteps* was made by this core. */
+export function isNative(address: Address): boolean;
+
+/**
+ * The FutoInAsyncTool* driving JS flows (test: the AsyncToolTest one), for
+ * C code of the same core build creating its own roots.
+ */
+export function toolAddress(test?: boolean): bigint;
+
+/** The class of wrap() results. */
+export class WrappedSteps extends $as.AsyncSteps {
+    private constructor();
+}

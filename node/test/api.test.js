@@ -1,0 +1,388 @@
+'use strict';
+
+// The core API: adding steps, chaining, state, results, successStep,
+// copyFrom, newInstance, cancel, setTimeout/setCancel/waitExternal, promise().
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, runFlow, deferred, onTestTool, T } = require('./helpers');
+
+test('root methods chain: each returns the root', () => {
+    const root = $as();
+    const model = $as();
+    assert.strictEqual(root.add((as) => {}), root);
+    assert.strictEqual(root.add((as) => {}, (as, err) => {}), root);
+    assert.strictEqual(root.loop((as) => as.break()), root);
+    assert.strictEqual(root.repeat(1, (as, i) => {}), root);
+    assert.strictEqual(root.forEach([1], (as, k, v) => {}), root);
+    assert.strictEqual(root.successStep(), root);
+    assert.strictEqual(root.await(Promise.resolve(1)), root);
+    assert.strictEqual(root.sync(new $as.Mutex(), (as) => {}), root);
+    assert.strictEqual(root.copyFrom(model), root);
+    const p = root.parallel();
+    assert.notStrictEqual(p, root);
+    assert.strictEqual(p.add((as) => {}), p);
+    assert.strictEqual(root.cancel(), root);
+    assert.strictEqual(root.execute(), root);
+});
+
+test('step methods chain: each returns the step interface', T, async () => {
+    const model = $as();
+    const returned = [];
+    const r = await runFlow((as) => {
+        const chk = (name, v) => returned.push([name, v === as]);
+        chk('add', as.add((as) => {}));
+        chk('add+onerror', as.add((as) => {}, (as, err) => {}));
+        chk('loop', as.loop((as) => as.break()));
+        chk('repeat', as.repeat(1, (as, i) => {}));
+        chk('forEach', as.forEach({ a: 1 }, (as, k, v) => {}));
+        chk('successStep', as.successStep('x'));
+        chk('await', as.await(Promise.resolve(1)));
+        chk('sync', as.sync(new $as.Mutex(), (as) => {}));
+        chk('copyFrom', as.copyFrom(model));
+        const p = as.parallel();
+        returned.push(['parallel.add', p.add((as) => {}) === p]);
+    });
+    assert.strictEqual(r.err, null, r.info);
+    for (const [name, same] of returned) {
+        assert.strictEqual(same, true, name);
+    }
+    const w = await runFlow((as) => {
+        returned.length = 0;
+        returned.push(['setCancel', as.setCancel((as) => {}) === as]);
+        returned.push(['setTimeout', as.setTimeout(1000) === as]);
+        returned.push(['waitExternal', as.waitExternal() === as]);
+        as.success();
+    });
+    assert.strictEqual(w.err, null, w.info);
+    for (const [name, same] of returned) {
+        assert.strictEqual(same, true, name);
+    }
+});
+
+test('state is a function object: as.state() === as.state, shared by every step', T, async () => {
+    const root = $as();
+    assert.strictEqual(typeof root.state, 'function');
+    assert.strictEqual(root.state(), root.state);
+    root.state.before = 1;
+    const seen = [];
+    const r = await runFlow((as) => {
+        seen.push(as.state === root.state, as.state() === root.state, typeof as.state);
+        as.state.inside = as.state.before + 1;
+        as.add((as) => {
+            seen.push(as.state === root.state, as.state.inside);
+        });
+    }, root);
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(seen, [true, true, 'function', true, 2]);
+    assert.strictEqual(root.state.inside, 2);
+    assert.strictEqual(r.state, root.state);
+});
+
+test('steps run in order, sub-steps before the next step of their parent', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        trace.push('a');
+        as.add((as) => {
+            trace.push('a1');
+            as.add((as) => {
+                trace.push('a1x');
+            });
+        });
+        as.add((as) => {
+            trace.push('a2');
+        });
+        trace.push('a-end');
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, ['a', 'a-end', 'a1', 'a1x', 'a2']);
+});
+
+test('success() arguments reach the next step; an implicit success passes none', T, async () => {
+    const calls = [];
+    const root = $as();
+    root.add((as) => as.success(1, 'two'));
+    root.add(function(as, a, b) {
+        calls.push(Array.from(arguments).slice(1));
+    });
+    root.add(function(as) {
+        calls.push(Array.from(arguments).slice(1));
+        as.success();
+    });
+    root.add(function(as) {
+        calls.push(Array.from(arguments).slice(1));
+    });
+    await root.promise();
+    assert.deepStrictEqual(calls, [[1, 'two'], [], []]);
+});
+
+test('the last success() of sub-steps is the result of their parent step', T, async () => {
+    const r = await runFlow((as) => {
+        as.add((as) => {
+            as.add((as) => as.success('deep', 2));
+        });
+    });
+    assert.deepStrictEqual(r.args, ['deep', 2]);
+});
+
+test('root.successStep() injects a result after the previous steps', T, async () => {
+    const got = [];
+    const root = $as();
+    root.add((as) => as.success('dropped'));
+    root.successStep(1, 2);
+    root.add((as, a, b) => got.push(a, b));
+    await root.promise();
+    assert.deepStrictEqual(got, [1, 2]);
+
+    // on an empty root, it is the input of the first step
+    const first = deferred();
+    $as().successStep('x', 'y').add((as, a, b) => first.resolve([a, b])).execute();
+    assert.deepStrictEqual(await first.promise, ['x', 'y']);
+});
+
+test('as.successStep() is the result of a step, after its sub-steps', T, async () => {
+    const r = await runFlow((as) => {
+        as.successStep(3, 4);
+    });
+    assert.deepStrictEqual(r.args, [3, 4]);
+    const trace = [];
+    const r2 = await runFlow((as) => {
+        as.add((as) => {
+            trace.push('sub');
+            as.success(7);
+        });
+        as.successStep(5, 6);
+    });
+    assert.deepStrictEqual(trace, ['sub']);
+    assert.deepStrictEqual(r2.args, [5, 6]);
+});
+
+test('root.copyFrom() appends the model\'s steps and fills undefined state', T, async () => {
+    const model = $as();
+    model.state.m = 'from model';
+    model.state.x = 'model x';
+    model.add((as) => {
+        as.success(as.state.x);
+    });
+    const root = $as();
+    root.state.x = 'own x';
+    const got = [];
+    root.add((as) => as.success('before'));
+    root.copyFrom(model);
+    root.add((as, v) => got.push(v, as.state.m, as.state.x));
+    await root.promise();
+    assert.deepStrictEqual(got, ['own x', 'from model', 'own x']);
+
+    // the model is unchanged and still usable
+    const again = [];
+    model.add((as, v) => again.push(v));
+    await model.promise();
+    assert.deepStrictEqual(again, ['model x']);
+});
+
+test('as.copyFrom() adds the model\'s steps as sub-steps of the current step', T, async () => {
+    const model = $as();
+    model.state.m = 1;
+    model.add((as) => {
+        as.add((as) => as.success('model result', as.state.m));
+    });
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.copyFrom(model);
+        as.add((as, v, m) => {
+            trace.push(v, m);
+            as.success('last');
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, ['model result', 1]);
+    assert.deepStrictEqual(r.args, ['last']);
+    assert.strictEqual(r.state.m, 1);
+});
+
+test('newInstance() gives an independent root with its own state', T, async () => {
+    const root = $as();
+    root.state.mine = true;
+    const other = root.newInstance();
+    assert.notStrictEqual(other, root);
+    assert.strictEqual(other.isAsyncSteps(), true);
+    assert.notStrictEqual(other.state, root.state);
+    assert.strictEqual(other.state.mine, undefined);
+    assert.strictEqual(other.state(), other.state);
+    const res = await other.add((as) => as.success('other')).promise();
+    assert.strictEqual(res, 'other');
+
+    let fromStep = null;
+    await runFlow((as) => {
+        fromStep = as.newInstance();
+    });
+    assert.strictEqual(fromStep.isAsyncSteps(), true);
+    assert.strictEqual(await fromStep.add((as) => as.success(5)).promise(), 5);
+});
+
+test('a root can be executed again after its flow ended', T, async () => {
+    const root = $as();
+    const trace = [];
+    root.add((as) => trace.push(1));
+    await root.promise();
+    root.add((as) => trace.push(2));
+    await root.promise();
+    assert.deepStrictEqual(trace, [1, 2]);
+});
+
+test('execute() of an empty root does nothing', () => {
+    const root = $as();
+    assert.strictEqual(root.execute(), root);
+});
+
+test('setTimeout() fails a waiting step with Timeout', T, async () => {
+    const r = await runFlow((as) => {
+        as.state.error_info = 'stale';
+        as.setTimeout(5);
+    });
+    assert.strictEqual(r.err, 'Timeout');
+    assert.strictEqual(r.info, undefined);
+    assert.ok(r.state.last_exception instanceof Error);
+    assert.strictEqual(r.state.last_exception.message, 'Timeout');
+});
+
+test('setTimeout() is cancelled by success() before it', T, async () => {
+    let timer_as = null;
+    const r = await runFlow((as) => {
+        as.add((as) => {
+            as.setTimeout(50);
+            timer_as = as;
+            setTimeout(() => as.success('in time'), 1);
+        });
+        as.add((as, v) => {
+            // wait past the first step's deadline: no Timeout may fire
+            as.setTimeout(200);
+            setTimeout(() => as.success(v), 100);
+        });
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(r.args, ['in time']);
+    assert.ok(timer_as);
+});
+
+test('a second setTimeout() replaces the first', T, async () => {
+    const r = await runFlow((as) => {
+        as.setTimeout(10);
+        as.setTimeout(150);
+        setTimeout(() => as.success('second deadline'), 60);
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(r.args, ['second deadline']);
+});
+
+test('waitExternal() waits for an external success()', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.add((as) => {
+            as.waitExternal();
+            setTimeout(() => {
+                trace.push('event');
+                as.success('external', 42);
+            }, 1);
+        });
+        as.add((as, a, b) => {
+            trace.push(a, b);
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, ['event', 'external', 42]);
+});
+
+test('setCancel() keeps a step waiting for an external success()', T, async () => {
+    let cancelled = false;
+    const r = await runFlow((as) => {
+        as.setCancel((as) => {
+            cancelled = true;
+        });
+        setTimeout(() => as.success('done'), 1);
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['done']);
+    assert.strictEqual(cancelled, false);
+});
+
+test('cancel() calls the cancel handlers, innermost first, and ends the flow', T, async () => {
+    const trace = [];
+    let inner = null;
+    await onTestTool((AT) => {
+        const root = $as();
+        root.add(
+            (as) => {
+                as.setCancel((as) => trace.push('outer cancel'));
+                as.add((as) => {
+                    as.setCancel((as) => trace.push('inner cancel'));
+                    as.setTimeout(30);
+                    inner = as;
+                });
+            },
+            (as, err) => {
+                trace.push(`onerror ${err}`);
+            },
+        );
+        root.add((as) => trace.push('next step'));
+        root.execute();
+        assert.ok(inner);
+        root.cancel();
+        assert.deepStrictEqual(trace, ['inner cancel', 'outer cancel']);
+        // no timeout, no error handler, no next step
+        AT.run();
+    });
+    assert.deepStrictEqual(trace, ['inner cancel', 'outer cancel']);
+    // the step interface is out of service
+    assert.throws(() => inner.success(), /out of service/);
+});
+
+test('cancel() of a waiting root step, then the root is usable again', T, async () => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => {
+        as.setCancel((as) => trace.push('cancel'));
+    });
+    root.add((as) => trace.push('not run'));
+    root.execute();
+    root.cancel();
+    assert.deepStrictEqual(trace, ['cancel']);
+    root.add((as) => trace.push('second run'));
+    await root.promise();
+    assert.deepStrictEqual(trace, ['cancel', 'second run']);
+});
+
+test('promise() resolves with the first result of the last step', T, async () => {
+    const res = await $as()
+        .add((as) => as.success(1))
+        .add((as, v) => as.success(v + 1, 'ignored'))
+        .promise();
+    assert.strictEqual(res, 2);
+    assert.strictEqual(await $as().add((as) => {}).promise(), undefined);
+});
+
+test('promise() rejects with an Error of the error code', T, async () => {
+    await assert.rejects(
+        $as().add((as) => as.error('MyError', 'my info')).promise(),
+        (e) => {
+            assert.ok(e instanceof Error);
+            assert.strictEqual(e.message, 'MyError');
+            return true;
+        },
+    );
+    await assert.rejects(
+        $as().add((as) => {
+            throw new RangeError('thrown');
+        }).promise(),
+        { message: 'thrown' },
+    );
+});
+
+test('promise() runs the first step synchronously', () => {
+    let ran = false;
+    const p = $as().add((as) => {
+        ran = true;
+    }).promise();
+    assert.strictEqual(ran, true);
+    return p;
+});

@@ -1,0 +1,173 @@
+'use strict';
+
+// await(promise): results, rejections (while waiting or before the step
+// runs), error handlers, cancellation.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, runFlow, deferred, onTestTool, T } = require('./helpers');
+
+/* a first step that lets promise reactions run before the next step */
+const tick = (as) => {
+    as.waitExternal();
+    setTimeout(() => as.success(), 1);
+};
+
+test('await() of a resolved promise passes its value to the next step', T, async () => {
+    const obj = { v: 1 };
+    const r = await runFlow((as) => {
+        as.await(Promise.resolve(obj));
+    });
+    assert.strictEqual(r.err, null);
+    assert.strictEqual(r.args.length, 1);
+    assert.strictEqual(r.args[0], obj);
+});
+
+test('root.await() and a value resolved later', T, async () => {
+    const d = deferred();
+    const root = $as();
+    root.await(d.promise);
+    root.add((as, v) => as.success(v * 2));
+    const p = root.promise();
+    setTimeout(() => d.resolve(21), 2);
+    assert.strictEqual(await p, 42);
+});
+
+test('await() of a promise resolved before its step runs', T, async () => {
+    const d = deferred();
+    d.resolve('early');
+    const r = await runFlow((as) => {
+        as.add(tick);
+        as.await(d.promise);
+    });
+    assert.deepStrictEqual(r.args, ['early']);
+});
+
+test('a promise rejected with an Error while waiting: PromiseReject, the Error kept', T, async () => {
+    const d = deferred();
+    const reason = new Error('WhileWaiting');
+    const r = await runFlow((as) => {
+        as.await(d.promise);
+        setTimeout(() => d.reject(reason), 2);
+    });
+    assert.strictEqual(r.err, 'PromiseReject');
+    assert.strictEqual(r.state.last_exception, reason);
+    assert.strictEqual(r.info, undefined);
+});
+
+test('a promise rejected with an Error before its step runs: the Error\'s message', T, async () => {
+    const reason = new Error('AlreadyRejected');
+    const p = Promise.reject(reason);
+    const r = await runFlow((as) => {
+        as.add(tick);
+        as.await(p);
+    });
+    assert.strictEqual(r.err, 'AlreadyRejected');
+    assert.strictEqual(r.state.last_exception, reason);
+});
+
+test('a promise rejected with a string: the string is the code', T, async () => {
+    const d = deferred();
+    const r = await runFlow((as) => {
+        as.await(d.promise);
+        setTimeout(() => d.reject('StringReason'), 2);
+    });
+    assert.strictEqual(r.err, 'StringReason');
+    assert.ok(r.state.last_exception instanceof Error);
+    assert.strictEqual(r.state.last_exception.message, 'StringReason');
+
+    const early = Promise.reject('EarlyString');
+    const r2 = await runFlow((as) => {
+        as.add(tick);
+        as.await(early);
+    });
+    assert.strictEqual(r2.err, 'EarlyString');
+});
+
+test('a promise rejected with no reason: PromiseReject', T, async () => {
+    const d = deferred();
+    const r = await runFlow((as) => {
+        as.await(d.promise);
+        setTimeout(() => d.reject(), 2);
+    });
+    assert.strictEqual(r.err, 'PromiseReject');
+
+    const early = Promise.reject(undefined);
+    const r2 = await runFlow((as) => {
+        as.add(tick);
+        as.await(early);
+    });
+    assert.strictEqual(r2.err, 'PromiseReject');
+});
+
+test('await(promise, onerror): the handler catches the rejection', T, async () => {
+    const d = deferred();
+    const r = await runFlow((as) => {
+        as.await(d.promise, (as, err) => {
+            as.success(`handled ${err}`);
+        });
+        setTimeout(() => d.reject('Rejected'), 2);
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['handled Rejected']);
+});
+
+test('await() steps run in order with other steps', T, async () => {
+    const trace = [];
+    const d1 = deferred();
+    const d2 = deferred();
+    const r = await runFlow((as) => {
+        as.await(d1.promise);
+        as.add((as, v) => trace.push(v));
+        as.await(d2.promise);
+        as.add((as, v) => trace.push(v));
+        setTimeout(() => d2.resolve('second'), 1);
+        setTimeout(() => d1.resolve('first'), 3);
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, ['first', 'second']);
+});
+
+test('cancel() while awaiting calls promise.cancel() and ignores the late result', T, async () => {
+    let cancelled = 0;
+    let resolvePromise = null;
+    const thenable = {
+        then(res, rej) {
+            resolvePromise = res;
+        },
+        cancel() {
+            ++cancelled;
+        },
+    };
+    const trace = [];
+    await onTestTool(async (AT) => {
+        const root = $as();
+        root.await(thenable);
+        root.add((as, v) => trace.push(`after ${v}`));
+        root.execute();
+        root.cancel();
+        assert.strictEqual(cancelled, 1);
+        resolvePromise('late');
+        await new Promise((resolve) => setImmediate(resolve));
+        AT.run();
+    });
+    assert.deepStrictEqual(trace, []);
+});
+
+test('a timeout on the awaiting step: Timeout, the promise is cancelled', T, async () => {
+    let cancelled = 0;
+    const thenable = {
+        then(res, rej) {},
+        cancel() {
+            ++cancelled;
+        },
+    };
+    const r = await runFlow((as) => {
+        as.add((as) => {
+            as.setTimeout(3);
+            as.await(thenable);
+        });
+    });
+    assert.strictEqual(r.err, 'Timeout');
+    assert.strictEqual(cancelled, 1);
+});

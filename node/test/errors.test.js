@@ -1,0 +1,302 @@
+'use strict';
+
+// Errors: codes, error_info, last_exception, async_stack and what error
+// handlers can do (recover, continue with steps, replace the code).
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, runFlow, onTestTool, T } = require('./helpers');
+
+test('as.error(code, info): the handler gets the code, error_info and last_exception', T, async () => {
+    const seen = [];
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => {
+                as.error('MyError', 'my info');
+                seen.push('not reached');
+            },
+            (as, err) => {
+                seen.push(err, as.state.error_info);
+                const e = as.state.last_exception;
+                seen.push(e instanceof Error, e.message);
+            },
+        );
+    });
+    assert.deepStrictEqual(seen, ['MyError', 'my info', true, 'MyError']);
+    // the handler did nothing: the error goes on to the outer handler
+    assert.strictEqual(r.err, 'MyError');
+    assert.strictEqual(r.info, 'my info');
+});
+
+test('as.error() throws an Error of the code', T, async () => {
+    let thrown = null;
+    const r = await runFlow((as) => {
+        try {
+            as.error('Thrown', 'x');
+        } catch (e) {
+            thrown = e;
+            throw e;
+        }
+    });
+    assert.ok(thrown instanceof Error);
+    assert.strictEqual(thrown.message, 'Thrown');
+    assert.strictEqual(r.err, 'Thrown');
+});
+
+test('error_info is undefined when as.error() has none; any value is kept as is', T, async () => {
+    const root = $as();
+    root.state.error_info = 'stale';
+    const r = await runFlow((as) => as.error('NoInfo'), root);
+    assert.strictEqual(r.err, 'NoInfo');
+    assert.strictEqual(r.info, undefined);
+    assert.ok('error_info' in r.state);
+
+    const info = { detail: [1, 2] };
+    const r2 = await runFlow((as) => as.error('ObjInfo', info));
+    assert.strictEqual(r2.info, info);
+});
+
+test('a handler that calls success() recovers; its results reach the next step', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => {
+                as.add((as) => as.error('Inner'));
+                as.add((as) => trace.push('skipped sibling'));
+            },
+            (as, err) => {
+                trace.push(`handled ${err}`);
+                as.success('recovered', err);
+            },
+        );
+        as.add((as, a, b) => {
+            trace.push(a, b);
+            as.success('end');
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, ['handled Inner', 'recovered', 'Inner']);
+    assert.deepStrictEqual(r.args, ['end']);
+});
+
+test('a handler that adds steps continues the flow after them', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => as.error('First'),
+            (as, err) => {
+                as.add((as) => {
+                    trace.push('handler step');
+                    as.success('from handler step');
+                });
+            },
+        );
+        as.add((as, v) => {
+            trace.push(v);
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, ['handler step', 'from handler step']);
+});
+
+test('a failing step added by a handler goes to the outer handler', T, async () => {
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => as.error('First'),
+            (as, err) => {
+                as.add((as) => as.error('FromHandlerStep', 'second'));
+            },
+        );
+    });
+    assert.strictEqual(r.err, 'FromHandlerStep');
+    assert.strictEqual(r.info, 'second');
+});
+
+test('as.error() in a handler replaces the code for the outer handlers', T, async () => {
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => as.error('First', 'first info'),
+            (as, err) => {
+                assert.strictEqual(err, 'First');
+                as.error('Second', 'second info');
+            },
+        );
+    });
+    assert.strictEqual(r.err, 'Second');
+    assert.strictEqual(r.info, 'second info');
+    assert.strictEqual(r.state.last_exception.message, 'Second');
+});
+
+test('an exception thrown in a handler replaces the code with its message', T, async () => {
+    const thrown = new TypeError('HandlerThrow');
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => as.error('First', 'first info'),
+            (as, err) => {
+                throw thrown;
+            },
+        );
+    });
+    assert.strictEqual(r.err, 'HandlerThrow');
+    assert.strictEqual(r.state.last_exception, thrown);
+});
+
+test('a thrown non-FutoIn exception: its message is the code, the object is last_exception', T, async () => {
+    class Custom extends Error {}
+    for (const thrown of [new TypeError('boom'), new Custom('custom'), { message: 'plain object' }]) {
+        const root = $as();
+        root.state.error_info = 'stale';
+        const r = await runFlow((as) => {
+            throw thrown;
+        }, root);
+        assert.strictEqual(r.err, thrown.message);
+        assert.strictEqual(r.state.last_exception, thrown);
+        assert.strictEqual(r.info, 'stale'); // error_info is set by as.error() only
+    }
+});
+
+test('a runtime error in a step becomes the error of the step', T, async () => {
+    const r = await runFlow((as) => {
+        null.property; // eslint-disable-line no-unused-expressions
+    });
+    assert.ok(r.state.last_exception instanceof TypeError);
+    assert.strictEqual(r.err, r.state.last_exception.message);
+});
+
+test('handlers run innermost first; unhandled levels are unwound', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => {
+                as.add(
+                    (as) => {
+                        as.add((as) => as.error('Deep'));
+                        as.add((as) => trace.push('not run'));
+                    },
+                    (as, err) => trace.push(`level2 ${err}`),
+                );
+                as.add((as) => trace.push('not run either'));
+            },
+            (as, err) => trace.push(`level1 ${err}`),
+        );
+    });
+    assert.deepStrictEqual(trace, ['level2 Deep', 'level1 Deep']);
+    assert.strictEqual(r.err, 'Deep');
+});
+
+test('an unhandled error ends the flow without throwing out of execute()', T, async () => {
+    const trace = [];
+    const root = await onTestTool((AT) => {
+        const root = $as();
+        root.add((as) => as.error('Unhandled', 'unhandled info'));
+        root.add((as) => trace.push('not run'));
+        root.execute();
+        AT.run();
+        return root;
+    });
+    assert.deepStrictEqual(trace, []);
+    assert.strictEqual(root.state.error_info, 'unhandled info');
+    assert.strictEqual(root.state.last_exception.message, 'Unhandled');
+});
+
+test('an error caught inside the step itself does not fail the step', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => {
+                try {
+                    as.error('Caught', 'caught info');
+                } catch (e) {
+                    trace.push(`caught ${e.message}`);
+                }
+                as.success('continued');
+            },
+            (as, err) => {
+                trace.push(`handler ${err}`);
+            },
+        );
+    });
+    assert.deepStrictEqual(trace, ['caught Caught']);
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(r.args, ['continued']);
+});
+
+test('async_stack holds the executed step handlers, up to the failing one', T, async () => {
+    let stack = null;
+    function outerStep(as) {
+        as.add(middleStep, handler);
+    }
+    function middleStep(as) {
+        as.add(failingStep);
+    }
+    function failingStep(as) {
+        as.error('Fail');
+    }
+    function handler(as, err) {
+        stack = as.state.async_stack.slice();
+    }
+    const r = await runFlow((as) => {
+        as.add(outerStep);
+    });
+    assert.strictEqual(r.err, 'Fail');
+    assert.ok(Array.isArray(stack));
+    const at = (f) => stack.indexOf(f);
+    assert.ok(at(failingStep) >= 0, 'the failing step is in async_stack');
+    assert.ok(at(outerStep) >= 0 && at(outerStep) < at(middleStep), 'outer before middle');
+    assert.ok(at(middleStep) < at(failingStep), 'middle before the failing step');
+    assert.strictEqual(stack[stack.length - 1], handler);
+});
+
+test('the error handler of a step runs once: a second error goes outwards', T, async () => {
+    let calls = 0;
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => {
+                as.add((as) => as.error('One'));
+            },
+            (as, err) => {
+                ++calls;
+                as.add((as) => as.error('Two'));
+            },
+        );
+    });
+    assert.strictEqual(calls, 1);
+    assert.strictEqual(r.err, 'Two');
+});
+
+test('a timeout goes to the error handler of the waiting step', T, async () => {
+    let cancelled = 0;
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => {
+                as.setCancel((as) => ++cancelled);
+                as.setTimeout(5);
+            },
+            (as, err) => {
+                as.success('timed out', err);
+            },
+        );
+    });
+    assert.deepStrictEqual(r.args, ['timed out', 'Timeout']);
+    assert.strictEqual(cancelled, 1);
+});
+
+test('an external as.error() from an event fails the waiting step', T, async () => {
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => {
+                as.waitExternal();
+                setTimeout(() => {
+                    try {
+                        as.error('External', 'from an event');
+                    } catch (e) {
+                        // as documented: error() throws, the caller catches
+                    }
+                }, 1);
+            },
+            (as, err) => as.success(`handled ${err}`, as.state.error_info),
+        );
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['handled External', 'from an event']);
+});

@@ -1,0 +1,294 @@
+'use strict';
+
+// loop, repeat, forEach (Array, Map, object), break/continue with labels.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, runFlow, T } = require('./helpers');
+
+test('loop() runs its body until as.break()', T, async () => {
+    let i = 0;
+    const r = await runFlow((as) => {
+        as.loop((as) => {
+            if (++i === 5) {
+                as.break();
+            }
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.strictEqual(i, 5);
+    assert.deepStrictEqual(r.args, []);
+});
+
+test('a handled break leaves last_exception null', T, async () => {
+    const r = await runFlow((as) => {
+        as.loop((as) => as.break());
+    });
+    assert.strictEqual(r.err, null);
+    assert.strictEqual(r.state.last_exception, null);
+});
+
+test('a loop body with sub-steps and external events', T, async () => {
+    const trace = [];
+    let i = 0;
+    const r = await runFlow((as) => {
+        as.loop((as) => {
+            const n = i++;
+            as.add((as) => {
+                as.waitExternal();
+                setTimeout(() => as.success(n * 10), 1);
+            });
+            as.add((as, v) => {
+                trace.push(v);
+                if (n === 2) {
+                    as.break();
+                }
+            });
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, [0, 10, 20]);
+});
+
+test('repeat() calls the body count times with the iteration index', T, async () => {
+    const seen = [];
+    const r = await runFlow((as) => {
+        as.repeat(4, (as, i) => {
+            seen.push(i);
+            as.success('ignored');
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(seen, [0, 1, 2, 3]);
+    assert.deepStrictEqual(r.args, []);
+
+    let ran = false;
+    await runFlow((as) => {
+        as.repeat(0, (as, i) => {
+            ran = true;
+        });
+    });
+    assert.strictEqual(ran, false);
+});
+
+test('repeat() on a root', T, async () => {
+    const seen = [];
+    const root = $as();
+    root.repeat(3, (as, i) => seen.push(i));
+    root.add((as) => as.success('after'));
+    assert.strictEqual(await root.promise(), 'after');
+    assert.deepStrictEqual(seen, [0, 1, 2]);
+});
+
+test('forEach() over an Array gives (index, value)', T, async () => {
+    const seen = [];
+    const obj = { o: 1 };
+    await runFlow((as) => {
+        as.forEach(['a', obj, null], (as, i, v) => seen.push([i, v]));
+    });
+    assert.deepStrictEqual(seen, [[0, 'a'], [1, obj], [2, null]]);
+    assert.strictEqual(seen[1][1], obj);
+});
+
+test('forEach() over a Map gives (key, value) in insertion order', T, async () => {
+    const seen = [];
+    const k = { key: true };
+    const m = new Map([['x', 1], [k, 'object key'], [3, [3]]]);
+    const r = await runFlow((as) => {
+        as.forEach(m, (as, key, v) => seen.push([key, v]));
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(seen, [['x', 1], [k, 'object key'], [3, [3]]]);
+    assert.strictEqual(seen[1][0], k);
+});
+
+test('forEach() over an object gives (key, value) of its own keys', T, async () => {
+    const seen = [];
+    const proto = { inherited: 1 };
+    const obj = Object.create(proto);
+    obj.a = 1;
+    obj.b = 'two';
+    await runFlow((as) => {
+        as.forEach(obj, (as, key, v) => seen.push([key, v]));
+    });
+    assert.deepStrictEqual(seen, [['a', 1], ['b', 'two']]);
+});
+
+test('forEach() over empty collections runs nothing', T, async () => {
+    let ran = 0;
+    const root = $as();
+    root.forEach([], (as, k, v) => ++ran);
+    root.forEach(new Map(), (as, k, v) => ++ran);
+    root.forEach({}, (as, k, v) => ++ran);
+    await root.promise();
+    assert.strictEqual(ran, 0);
+});
+
+test('continue() skips the rest of the iteration, sub-steps included', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.repeat(4, (as, i) => {
+            as.add((as) => {
+                if (i % 2) {
+                    as.continue();
+                }
+            });
+            as.add((as) => trace.push(i));
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, [0, 2]);
+});
+
+test('break() from a sub-step of the body ends the loop', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.forEach([1, 2, 3, 4], (as, i, v) => {
+            as.add((as) => {
+                as.add((as) => {
+                    if (v === 3) {
+                        as.break();
+                    }
+                    trace.push(v);
+                });
+            });
+        });
+        as.add((as) => trace.push('after'));
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, [1, 2, 'after']);
+});
+
+test('nested loops: break() and continue() act on the innermost loop', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.repeat(3, (as, i) => {
+            as.repeat(3, (as, j) => {
+                if (j === 1) {
+                    as.continue();
+                }
+                if (j === 2) {
+                    as.break();
+                }
+                trace.push(`${i}${j}`);
+            });
+            as.add((as) => trace.push(`end${i}`));
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, ['00', 'end0', '10', 'end1', '20', 'end2']);
+});
+
+test('labels: break(label) and continue(label) act on the named outer loop', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.repeat(3, (as, i) => {
+            as.repeat(3, (as, j) => {
+                as.loop((as) => {
+                    if (i === 0 && j === 1) {
+                        as.continue('MIDDLE');
+                    }
+                    if (i === 1 && j === 1) {
+                        as.continue('OUTER');
+                    }
+                    if (i === 2 && j === 1) {
+                        as.break('OUTER');
+                    }
+                    trace.push(`${i}${j}`);
+                    as.break();
+                }, 'INNER');
+                as.add((as) => trace.push(`m${i}${j}`));
+            }, 'MIDDLE');
+            as.add((as) => trace.push(`o${i}`));
+        }, 'OUTER');
+        as.add((as) => trace.push('after'));
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(trace, [
+        '00', 'm00', /* continue MIDDLE */ '02', 'm02', 'o0',
+        '10', 'm10', /* continue OUTER */
+        '20', 'm20', /* break OUTER */
+        'after',
+    ]);
+});
+
+test('break(label) of the loop itself ends it', T, async () => {
+    let n = 0;
+    const r = await runFlow((as) => {
+        as.loop((as) => {
+            if (++n === 3) {
+                as.break('SELF');
+            }
+        }, 'SELF');
+    });
+    assert.strictEqual(r.err, null);
+    assert.strictEqual(n, 3);
+});
+
+test('break() with an unknown label leaves every loop as LoopBreak', T, async () => {
+    let n = 0;
+    const r = await runFlow((as) => {
+        as.loop((as) => {
+            as.loop((as) => {
+                ++n;
+                as.break('NOSUCH');
+            }, 'A');
+        }, 'B');
+    });
+    assert.strictEqual(n, 1);
+    assert.strictEqual(r.err, 'LoopBreak');
+});
+
+test('break() outside any loop is the error LoopBreak; continue() is LoopCont', T, async () => {
+    const r = await runFlow((as) => as.break());
+    assert.strictEqual(r.err, 'LoopBreak');
+    const r2 = await runFlow((as) => as.continue());
+    assert.strictEqual(r2.err, 'LoopCont');
+});
+
+test('an error in a loop body leaves the loop to the outer handler', T, async () => {
+    let n = 0;
+    const r = await runFlow((as) => {
+        as.loop((as) => {
+            if (++n === 2) {
+                as.error('InLoop', 'second iteration');
+            }
+        });
+    });
+    assert.strictEqual(n, 2);
+    assert.strictEqual(r.err, 'InLoop');
+    assert.strictEqual(r.info, 'second iteration');
+});
+
+test('an error handler inside the body can recover and the loop goes on', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.repeat(3, (as, i) => {
+            as.add(
+                (as) => {
+                    if (i === 1) {
+                        as.error('Odd');
+                    }
+                    trace.push(i);
+                },
+                (as, err) => {
+                    trace.push(err);
+                    as.success();
+                },
+            );
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(trace, [0, 'Odd', 2]);
+});
+
+test('a long loop completes (no stack growth per iteration)', T, async () => {
+    let n = 0;
+    const r = await runFlow((as) => {
+        as.repeat(20000, (as, i) => {
+            n += i;
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.strictEqual(n, (20000 * 19999) / 2);
+});

@@ -1,0 +1,182 @@
+'use strict';
+
+// Argument validation and misuse: what futoin-asyncsteps reports outside
+// production mode, and what production mode skips.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { spawnSync } = require('child_process');
+const { $as, IMPL, runFlow, onTestTool, T } = require('./helpers');
+
+const STEP_MSG = 'Step function must expect at least AsyncStep interface';
+const ONERROR_MSG = 'Error handler must take exactly two arguments';
+const STALE_MSG = 'InternalError: Unexpected call, object is out of service';
+
+/* expect fn() to throw the InternalError of the argument checks and leave
+ * error_info in the state */
+const internalError = (root, fn, info) => {
+    assert.throws(fn, (e) => {
+        assert.ok(e instanceof Error);
+        assert.strictEqual(e.message, 'InternalError');
+        return true;
+    });
+    assert.strictEqual(root.state.error_info, info);
+};
+
+test('add(null) and add(undefined) throw a TypeError', () => {
+    assert.throws(() => $as().add(null), TypeError);
+    assert.throws(() => $as().add(undefined), TypeError);
+    assert.throws(() => $as().add(), TypeError);
+});
+
+test('a step function taking no arguments is an InternalError', () => {
+    for (const call of [
+        (r) => r.add(() => {}),
+        (r) => r.add(function() {}),
+        (r) => r.loop(() => {}),
+        (r) => r.repeat(2, () => {}),
+        (r) => r.forEach([1], () => {}),
+        (r) => r.sync(new $as.Mutex(), () => {}),
+    ]) {
+        const root = $as();
+        internalError(root, () => call(root), STEP_MSG);
+        assert.strictEqual(root.state.last_exception.message, 'InternalError');
+    }
+});
+
+test('an error handler not taking exactly two arguments is an InternalError', () => {
+    for (const onerror of [() => {}, (as) => {}, (as, err, extra) => {}]) {
+        for (const call of [
+            (r) => r.add((as) => {}, onerror),
+            (r) => r.parallel(onerror),
+            (r) => r.await(Promise.resolve(), onerror),
+            (r) => r.sync(new $as.Mutex(), (as) => {}, onerror),
+        ]) {
+            const root = $as();
+            internalError(root, () => call(root), ONERROR_MSG);
+        }
+    }
+});
+
+test('inside a step the argument checks fail the step with InternalError', T, async () => {
+    const cases = [
+        [(as) => as.add(() => {}), STEP_MSG],
+        [(as) => as.add((as) => {}, (as) => {}), ONERROR_MSG],
+        [(as) => as.loop(() => {}), STEP_MSG],
+        [(as) => as.repeat(1, () => {}), STEP_MSG],
+        [(as) => as.forEach({ a: 1 }, () => {}), STEP_MSG],
+        [(as) => as.parallel((as) => {}), ONERROR_MSG],
+    ];
+    for (const [call, info] of cases) {
+        const r = await runFlow(call);
+        assert.strictEqual(r.err, 'InternalError', info);
+        assert.strictEqual(r.info, info);
+    }
+});
+
+test('as.add(null) inside a step fails the step with the TypeError', T, async () => {
+    const r = await runFlow((as) => as.add(null));
+    assert.ok(r.state.last_exception instanceof TypeError);
+    assert.strictEqual(r.err, r.state.last_exception.message);
+});
+
+test('success() after add() in the same step is an InternalError', T, async () => {
+    const r = await runFlow((as) => {
+        as.add((as) => {});
+        as.success();
+    });
+    assert.strictEqual(r.err, 'InternalError');
+    assert.strictEqual(r.info, 'Invalid success() call');
+});
+
+test('a root add() while the root executes is an InternalError', T, async () => {
+    const root = $as();
+    const r = await runFlow((as) => {
+        root.add((as) => {});
+    }, root);
+    assert.strictEqual(r.err, 'InternalError');
+    assert.strictEqual(r.info, 'Top level add in execution');
+});
+
+test('using the interface of an outer step from a sub-step is an InternalError', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.add((inner) => {
+            as.success('wrong interface');
+        });
+        as.add((as) => trace.push('not run'));
+    });
+    assert.strictEqual(r.err, 'InternalError');
+    assert.strictEqual(r.info, 'Invalid call (sanity check)');
+    assert.deepStrictEqual(trace, []);
+});
+
+test('a step interface is out of service after its step ended', T, async () => {
+    let saved = null;
+    const r = await runFlow((as) => {
+        as.add((as) => {
+            saved = as;
+        });
+    });
+    assert.strictEqual(r.err, null);
+    for (const call of [
+        () => saved.success(),
+        () => saved.error('Late'),
+        () => saved.add((as) => {}),
+        () => saved.setTimeout(10),
+        () => saved.loop((as) => {}),
+        () => saved.break(),
+    ]) {
+        assert.throws(call, (e) => {
+            assert.ok(e instanceof Error);
+            assert.strictEqual(e.message, STALE_MSG);
+            return true;
+        });
+    }
+});
+
+test('success() twice, or error() after success(): the flow does not go on', T, async () => {
+    for (const misuse of [
+        (as) => {
+            as.success(1);
+            as.success(2);
+        },
+        (as) => {
+            as.success(1);
+            as.error('Late');
+        },
+    ]) {
+        const trace = [];
+        await onTestTool((AT) => {
+            const root = $as();
+            root.add((as) => {
+                as.add((as) => misuse(as));
+                as.add((as) => trace.push('next step'));
+            });
+            root.execute();
+            AT.run();
+        });
+        assert.deepStrictEqual(trace, []);
+    }
+});
+
+test('NODE_ENV=production skips the argument checks', () => {
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const out = { isProduction: $as.isProduction, ran: [] };
+        const root = $as();
+        root.add(() => out.ran.push('no-arg step'), (as) => {});
+        root.add(function(as) { out.ran.push('second'); });
+        root.execute();
+        setTimeout(() => console.log(JSON.stringify(out)), 5);
+    `;
+    const res = spawnSync(process.execPath, ['-e', script], {
+        env: { ...process.env, NODE_ENV: 'production' },
+        encoding: 'utf8',
+    });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.deepStrictEqual(JSON.parse(res.stdout), {
+        isProduction: true,
+        ran: ['no-arg step', 'second'],
+    });
+});

@@ -1,0 +1,238 @@
+'use strict';
+
+// parallel(): branches, shared state, completion, errors cancelling the
+// siblings, the parallel error handler.
+//
+// Branch errors are raised from external events here: futoin-asyncsteps
+// 2.5 loses an error raised synchronously while its parallel step starts
+// the branches (the flow then never ends), so that case has no reference
+// behaviour to compare with.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, runFlow, T } = require('./helpers');
+
+/* a step that waits for an event, then calls `then(as)` */
+const later = (then, ms = 1) => (as) => {
+    as.waitExternal();
+    setTimeout(() => {
+        try {
+            then(as);
+        } catch (e) {
+            // error() throws to its caller
+        }
+    }, ms);
+};
+
+test('all branches run, then the next step, with no result', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        const p = as.parallel();
+        p.add((as) => {
+            trace.push('a1');
+            as.add((as) => trace.push('a2'));
+            as.add(later((as) => {
+                trace.push('a3');
+                as.success('a result');
+            }));
+        });
+        p.add(later((as) => {
+            trace.push('b1');
+            as.success('b result');
+        }, 3));
+        p.add((as) => {
+            trace.push('c1');
+            as.success('c result');
+        });
+        as.add(function(as) {
+            trace.push(`next(${arguments.length - 1})`);
+            as.success('end');
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['end']);
+    assert.strictEqual(trace.length, 6);
+    assert.strictEqual(trace[5], 'next(0)');
+    const order = (x, y) => assert.ok(trace.indexOf(x) < trace.indexOf(y), `${x} before ${y}`);
+    order('a1', 'a2');
+    order('a2', 'a3');
+    for (const s of ['a1', 'a2', 'a3', 'b1', 'c1']) {
+        assert.ok(trace.includes(s), s);
+    }
+});
+
+test('root.parallel() and an empty parallel step', T, async () => {
+    const trace = [];
+    const root = $as();
+    root.parallel()
+        .add((as) => trace.push('x'))
+        .add((as) => trace.push('y'));
+    root.parallel();
+    root.add((as) => as.success(trace.slice().sort()));
+    assert.deepStrictEqual(await root.promise(), ['x', 'y']);
+});
+
+test('branches share the state of the flow (as.state() === root state)', T, async () => {
+    const root = $as();
+    const seen = [];
+    const r = await runFlow((as) => {
+        as.state.shared = [];
+        const p = as.parallel();
+        for (const name of ['a', 'b', 'c']) {
+            p.add((as) => {
+                seen.push(as.state === root.state, as.state() === root.state);
+                as.add(later((as) => {
+                    as.state.shared.push(name);
+                    as.success();
+                }));
+            });
+        }
+    }, root);
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(seen, [true, true, true, true, true, true]);
+    assert.deepStrictEqual(root.state.shared.slice().sort(), ['a', 'b', 'c']);
+});
+
+test('a branch error cancels the other branches and fails the parallel step', T, async () => {
+    const trace = [];
+    let lateB = null;
+    const r = await runFlow((as) => {
+        as.parallel()
+            .add((as) => {
+                as.setCancel((as) => trace.push('a cancelled'));
+                as.setTimeout(1000);
+            })
+            .add((as) => {
+                as.waitExternal();
+                lateB = as;
+            })
+            .add((as) => {
+                as.add(later((as) => as.error('BranchFail', 'branch info'), 2));
+                as.add((as) => trace.push('not run'));
+            })
+            .add((as) => {
+                as.add((as) => {
+                    as.setCancel((as) => trace.push('d cancelled'));
+                });
+            });
+        as.add((as) => trace.push('next not run'));
+    });
+    assert.strictEqual(r.err, 'BranchFail');
+    assert.strictEqual(r.info, 'branch info');
+    assert.deepStrictEqual(trace.slice().sort(), ['a cancelled', 'd cancelled']);
+    // the cancelled branch's interface is out of service
+    assert.throws(() => lateB.success(), /out of service/);
+});
+
+test('the parallel error handler gets the branch error and can recover', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.parallel((as, err) => {
+            trace.push(`handler ${err} ${as.state.error_info}`);
+            as.success('recovered');
+        })
+            .add(later((as) => as.error('P1', 'i1')))
+            .add((as) => {
+                as.setCancel((as) => trace.push('sibling cancelled'));
+            });
+        as.add((as, v) => {
+            trace.push(v);
+        });
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(trace, ['sibling cancelled', 'handler P1 i1', 'recovered']);
+});
+
+test('the parallel error handler can replace the code', T, async () => {
+    const r = await runFlow((as) => {
+        as.parallel((as, err) => {
+            as.error('Replaced', `was ${err}`);
+        }).add(later((as) => as.error('Original')));
+    });
+    assert.strictEqual(r.err, 'Replaced');
+    assert.strictEqual(r.info, 'was Original');
+});
+
+test('a branch error handler keeps the error inside its branch', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.parallel((as, err) => trace.push('parallel handler'))
+            .add(
+                later((as) => as.error('Local')),
+                (as, err) => {
+                    trace.push(`branch handler ${err}`);
+                    as.success();
+                },
+            )
+            .add(later((as) => {
+                trace.push('sibling done');
+                as.success();
+            }, 4));
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(trace, ['branch handler Local', 'sibling done']);
+});
+
+test('a thrown exception in a later branch step is the branch error', T, async () => {
+    const thrown = new Error('ThrownInBranch');
+    const r = await runFlow((as) => {
+        as.parallel().add((as) => {
+            as.add(later((as) => as.success()));
+            as.add((as) => {
+                throw thrown;
+            });
+        });
+    });
+    assert.strictEqual(r.err, 'ThrownInBranch');
+    assert.strictEqual(r.state.last_exception.message, 'ThrownInBranch');
+});
+
+test('cancel() of the flow cancels every branch', T, async () => {
+    const trace = [];
+    const root = $as();
+    let started = 0;
+    await new Promise((resolve) => {
+        root.add((as) => {
+            as.setCancel((as) => trace.push('parallel step cancelled'));
+            as.parallel()
+                .add((as) => {
+                    as.setCancel((as) => trace.push('x cancelled'));
+                    if (++started === 2) {
+                        setTimeout(resolve, 1);
+                    }
+                })
+                .add((as) => {
+                    as.setCancel((as) => trace.push('y cancelled'));
+                    if (++started === 2) {
+                        setTimeout(resolve, 1);
+                    }
+                });
+        });
+        root.add((as) => trace.push('not run'));
+        root.execute();
+    });
+    root.cancel();
+    assert.deepStrictEqual(trace.filter((t) => t !== 'parallel step cancelled').sort(),
+        ['x cancelled', 'y cancelled']);
+    assert.ok(!trace.includes('not run'));
+});
+
+test('nested parallel steps', T, async () => {
+    const done = [];
+    const r = await runFlow((as) => {
+        const p = as.parallel();
+        for (const i of [1, 2]) {
+            p.add((as) => {
+                const q = as.parallel();
+                for (const j of [1, 2]) {
+                    q.add(later((as) => {
+                        done.push(`${i}.${j}`);
+                        as.success();
+                    }));
+                }
+            });
+        }
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(done.sort(), ['1.1', '1.2', '2.1', '2.2']);
+});

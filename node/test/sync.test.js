@@ -1,0 +1,275 @@
+'use strict';
+
+// Mutex, Throttle and Limiter through as.sync().
+//
+// execute() runs a flow's first step synchronously (timing.test.js), so
+// right after execute() a flow that is let in has entered its section and
+// one that is held back has not.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, runFlow, T } = require('./helpers');
+const { Mutex, Throttle, Limiter } = $as;
+
+/* a section that stays inside until an event `ms` later */
+const hold = (trace, name, ms = 3) => (as) => {
+    trace.push(`${name} in`);
+    as.waitExternal();
+    setTimeout(() => {
+        trace.push(`${name} out`);
+        as.success(`${name} result`);
+    }, ms);
+};
+
+/* execute a flow; resolves with its end: { err, info } */
+const flow = (build) => new Promise((resolve) => {
+    const root = $as();
+    root.add((as) => build(as), (as, err) => resolve({ err, info: as.state.error_info }));
+    root.add((as) => resolve({ err: null }));
+    root.execute();
+});
+
+test('Mutex: one flow inside at a time, the others wait in order', T, async () => {
+    const mtx = new Mutex();
+    const trace = [];
+    const ends = ['a', 'b', 'c'].map((n) => flow((as) => as.sync(mtx, hold(trace, n))));
+    assert.deepStrictEqual(trace, ['a in']);
+    const res = await Promise.all(ends);
+    assert.deepStrictEqual(res.map((r) => r.err), [null, null, null]);
+    assert.deepStrictEqual(trace, ['a in', 'a out', 'b in', 'b out', 'c in', 'c out']);
+});
+
+test('Mutex(max): up to max flows inside at once', T, async () => {
+    const mtx = new Mutex(2);
+    const trace = [];
+    let inside = 0;
+    let most = 0;
+    const section = (name) => (as) => {
+        ++inside;
+        most = Math.max(most, inside);
+        trace.push(name);
+        as.waitExternal();
+        setTimeout(() => {
+            --inside;
+            as.success();
+        }, 3);
+    };
+    const ends = ['a', 'b', 'c', 'd', 'e'].map((n) => flow((as) => as.sync(mtx, section(n))));
+    assert.deepStrictEqual(trace, ['a', 'b']);
+    await Promise.all(ends);
+    assert.strictEqual(most, 2);
+    assert.deepStrictEqual(trace, ['a', 'b', 'c', 'd', 'e']);
+});
+
+test('Mutex: the section gets the previous result; its result goes on', T, async () => {
+    const mtx = new Mutex();
+    const got = [];
+    const r = await runFlow((as) => {
+        as.add((as) => as.success('in1', 'in2'));
+        as.sync(mtx, (as, a, b) => {
+            got.push(a, b);
+            as.success('out');
+        });
+    });
+    assert.deepStrictEqual(got, ['in1', 'in2']);
+    assert.deepStrictEqual(r.args, ['out']);
+
+    // a waiting flow gets its arguments too
+    const trace = [];
+    const first = flow((as) => as.sync(mtx, hold(trace, 'a')));
+    const second = runFlow((as) => {
+        as.add((as) => as.success('b arg'));
+        as.sync(mtx, (as, v) => {
+            trace.push(`b in ${v}`);
+            as.success('b result');
+        });
+    });
+    await first;
+    const r2 = await second;
+    assert.deepStrictEqual(trace, ['a in', 'a out', 'b in b arg']);
+    assert.deepStrictEqual(r2.args, ['b result']);
+});
+
+test('Mutex: re-entrant for the flow that holds it', T, async () => {
+    const mtx = new Mutex();
+    const r = await runFlow((as) => {
+        as.sync(mtx, (as) => {
+            as.sync(mtx, (as) => {
+                as.sync(mtx, (as) => as.success('deep'));
+            });
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['deep']);
+    // and released completely afterwards
+    const r2 = await runFlow((as) => as.sync(mtx, (as) => as.success('again')));
+    assert.deepStrictEqual(r2.args, ['again']);
+});
+
+test('Mutex(max, max_queue): a full queue rejects with DefenseRejected', T, async () => {
+    const mtx = new Mutex(1, 1);
+    const trace = [];
+    const ends = ['a', 'b', 'c'].map((n) => flow((as) => as.sync(mtx, hold(trace, n))));
+    const res = await Promise.all(ends);
+    assert.deepStrictEqual(res, [
+        { err: null },
+        { err: null },
+        { err: 'DefenseRejected', info: 'Mutex queue limit' },
+    ]);
+    assert.deepStrictEqual(trace, ['a in', 'a out', 'b in', 'b out']);
+
+    const none = new Mutex(1, 0);
+    const t2 = [];
+    const e2 = [flow((as) => as.sync(none, hold(t2, 'x'))), flow((as) => as.sync(none, hold(t2, 'y')))];
+    const r2 = await Promise.all(e2);
+    assert.strictEqual(r2[0].err, null);
+    assert.strictEqual(r2[1].err, 'DefenseRejected');
+});
+
+test('Mutex: released when the holder fails', T, async () => {
+    const mtx = new Mutex();
+    const trace = [];
+    const a = flow((as) => as.sync(mtx, (as) => {
+        trace.push('a in');
+        as.waitExternal();
+        setTimeout(() => {
+            try {
+                as.error('AFail');
+            } catch (e) {
+                // error() throws to its caller
+            }
+        }, 2);
+    }));
+    const b = flow((as) => as.sync(mtx, hold(trace, 'b')));
+    assert.deepStrictEqual(await a, { err: 'AFail', info: undefined });
+    assert.deepStrictEqual(await b, { err: null });
+    assert.deepStrictEqual(trace, ['a in', 'b in', 'b out']);
+});
+
+test('Mutex: released when the holder is cancelled; a cancelled waiter leaves the queue', T, async () => {
+    const mtx = new Mutex();
+    const trace = [];
+    const holder = $as();
+    holder.sync(mtx, (as) => {
+        trace.push('holder in');
+        as.waitExternal();
+    });
+    holder.execute();
+    const waiter = $as();
+    waiter.sync(mtx, (as) => trace.push('cancelled waiter in'));
+    waiter.execute();
+    const last = flow((as) => as.sync(mtx, hold(trace, 'last')));
+    waiter.cancel();
+    holder.cancel();
+    assert.deepStrictEqual(await last, { err: null });
+    assert.deepStrictEqual(trace, ['holder in', 'last in', 'last out']);
+});
+
+test('Mutex: an error handler of the section', T, async () => {
+    const mtx = new Mutex();
+    const r = await runFlow((as) => {
+        as.sync(mtx, (as) => as.error('Inside'), (as, err) => as.success(`handled ${err}`));
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['handled Inside']);
+    const r2 = await runFlow((as) => as.sync(mtx, (as) => as.success('free again')));
+    assert.deepStrictEqual(r2.args, ['free again']);
+});
+
+test('root.sync() with a Mutex', T, async () => {
+    const mtx = new Mutex();
+    const root = $as();
+    root.add((as) => as.success(2));
+    root.sync(mtx, (as, v) => as.success(v * 3));
+    assert.strictEqual(await root.promise(), 6);
+});
+
+test('Throttle(max, period): max entries per period, the rest wait in order', T, async () => {
+    const th = new Throttle(2, 20);
+    const trace = [];
+    const ends = ['a', 'b', 'c', 'd', 'e'].map((n) => runFlow((as) => {
+        as.add((as) => as.success(`${n} arg`));
+        as.sync(th, (as, v) => {
+            trace.push(v);
+            as.success(`${n} result`);
+        });
+    }));
+    assert.deepStrictEqual(trace, ['a arg', 'b arg']);
+    const res = await Promise.all(ends);
+    assert.deepStrictEqual(trace, ['a arg', 'b arg', 'c arg', 'd arg', 'e arg']);
+    assert.deepStrictEqual(res.map((r) => r.args[0]),
+        ['a result', 'b result', 'c result', 'd result', 'e result']);
+});
+
+test('Throttle(max, period, max_queue): a full queue rejects with DefenseRejected', T, async () => {
+    const th = new Throttle(1, 20, 1);
+    const trace = [];
+    const ends = ['a', 'b', 'c'].map((n) => flow((as) => as.sync(th, (as) => trace.push(n))));
+    const res = await Promise.all(ends);
+    assert.deepStrictEqual(res, [
+        { err: null },
+        { err: null },
+        { err: 'DefenseRejected', info: 'Throttle queue limit' },
+    ]);
+    assert.deepStrictEqual(trace, ['a', 'b']);
+});
+
+test('Throttle: a cancelled waiting flow leaves the queue', T, async () => {
+    const th = new Throttle(1, 20);
+    const trace = [];
+    const a = flow((as) => as.sync(th, (as) => trace.push('a')));
+    const waiter = $as();
+    waiter.sync(th, (as) => trace.push('cancelled'));
+    waiter.execute();
+    const c = flow((as) => as.sync(th, (as) => trace.push('c')));
+    waiter.cancel();
+    await a;
+    await c;
+    assert.deepStrictEqual(trace, ['a', 'c']);
+});
+
+test('Limiter: defaults allow one flow and no queue', T, async () => {
+    const lim = new Limiter();
+    const trace = [];
+    const res = await Promise.all(['a', 'b'].map((n) => flow((as) => as.sync(lim, hold(trace, n)))));
+    assert.deepStrictEqual(res, [{ err: null }, { err: 'DefenseRejected', info: 'Mutex queue limit' }]);
+    assert.deepStrictEqual(trace, ['a in', 'a out']);
+});
+
+test('Limiter: concurrency with a queue', T, async () => {
+    const lim = new Limiter({ concurrent: 2, max_queue: 5, rate: 100, period_ms: 1000, burst: 5 });
+    const trace = [];
+    let inside = 0;
+    let most = 0;
+    const ends = ['a', 'b', 'c', 'd'].map((n) => runFlow((as) => {
+        as.sync(lim, (as) => {
+            ++inside;
+            most = Math.max(most, inside);
+            trace.push(n);
+            as.waitExternal();
+            setTimeout(() => {
+                --inside;
+                as.success(`${n} result`);
+            }, 3);
+        });
+    }));
+    assert.deepStrictEqual(trace, ['a', 'b']);
+    const res = await Promise.all(ends);
+    assert.strictEqual(most, 2);
+    assert.deepStrictEqual(trace, ['a', 'b', 'c', 'd']);
+    assert.deepStrictEqual(res.map((r) => r.args[0]), ['a result', 'b result', 'c result', 'd result']);
+});
+
+test('Limiter: rate limit with a burst queue', T, async () => {
+    const lim = new Limiter({ concurrent: 5, max_queue: 5, rate: 1, period_ms: 20, burst: 1 });
+    const trace = [];
+    const ends = ['a', 'b', 'c'].map((n) => flow((as) => as.sync(lim, (as) => trace.push(n))));
+    assert.deepStrictEqual(trace, ['a']);
+    const res = await Promise.all(ends);
+    assert.deepStrictEqual(res, [
+        { err: null },
+        { err: null },
+        { err: 'DefenseRejected', info: 'Throttle queue limit' },
+    ]);
+    assert.deepStrictEqual(trace, ['a', 'b']);
+});

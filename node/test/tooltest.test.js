@@ -1,0 +1,279 @@
+'use strict';
+
+// AsyncToolTest (events run only when the test asks, in virtual time),
+// installAsyncToolTest() and testcase().
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, deferred, T } = require('./helpers');
+
+const AT = $as.AsyncToolTest;
+
+/* run `body` with AsyncToolTest installed, then restore AsyncTool */
+const withTestTool = (body) => () => {
+    $as.installAsyncToolTest();
+    try {
+        assert.strictEqual($as.ActiveAsyncTool, AT);
+        body();
+    } finally {
+        AT.resetEvents();
+        $as.installAsyncToolTest(false);
+    }
+};
+
+test('installAsyncToolTest() installs AsyncToolTest, (false) restores AsyncTool', () => {
+    assert.strictEqual($as.ActiveAsyncTool, $as.AsyncTool);
+    $as.installAsyncToolTest();
+    assert.strictEqual($as.ActiveAsyncTool, $as.AsyncToolTest);
+    $as.installAsyncToolTest(true);
+    assert.strictEqual($as.ActiveAsyncTool, $as.AsyncToolTest);
+    $as.installAsyncToolTest(false);
+    assert.strictEqual($as.ActiveAsyncTool, $as.AsyncTool);
+});
+
+test('callLater() events run in deadline order; cancelCall() drops one', withTestTool(() => {
+    assert.strictEqual(AT.hasEvents(), false);
+    const trace = [];
+    AT.callLater(() => trace.push('late'), 200000);
+    AT.callLater(() => trace.push('early'), 100000);
+    AT.callLater(() => trace.push('now'));
+    const dropped = AT.callLater(() => trace.push('dropped'), 300000);
+    assert.strictEqual(AT.getEvents().length, 4);
+    AT.cancelCall(dropped);
+    assert.strictEqual(AT.getEvents().length, 3);
+    assert.strictEqual(AT.hasEvents(), true);
+    assert.deepStrictEqual(trace, []);
+    AT.nextEvent();
+    assert.deepStrictEqual(trace, ['now']);
+    AT.run();
+    assert.deepStrictEqual(trace, ['now', 'early', 'late']);
+    assert.strictEqual(AT.hasEvents(), false);
+}));
+
+test('callImmediate()/cancelImmediate() are events of the test tool too', withTestTool(() => {
+    const trace = [];
+    AT.callImmediate(() => trace.push('a'));
+    const h = AT.callImmediate(() => trace.push('b'));
+    AT.cancelImmediate(h);
+    assert.deepStrictEqual(trace, []);
+    AT.run();
+    assert.deepStrictEqual(trace, ['a']);
+}));
+
+test('resetEvents() drops every pending event', withTestTool(() => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => as.setTimeout(100), (as, err) => trace.push(err));
+    root.execute();
+    AT.callLater(() => trace.push('x'), 5);
+    assert.strictEqual(AT.hasEvents(), true);
+    AT.resetEvents();
+    assert.strictEqual(AT.hasEvents(), false);
+    AT.run();
+    assert.deepStrictEqual(trace, []);
+}));
+
+test('a step timeout is an event in virtual time', withTestTool(() => {
+    const trace = [];
+    const root = $as();
+    root.add(
+        (as) => {
+            trace.push('step');
+            as.setTimeout(3600 * 1000); // an hour, in virtual time
+        },
+        (as, err) => trace.push(`error ${err}`),
+    );
+    root.add((as) => trace.push('not run'));
+    root.execute();
+    assert.deepStrictEqual(trace, ['step']);
+    assert.strictEqual(AT.hasEvents(), true);
+    assert.strictEqual(AT.getEvents().length, 1);
+    AT.nextEvent();
+    assert.deepStrictEqual(trace, ['step', 'error Timeout']);
+    assert.strictEqual(AT.hasEvents(), false);
+}));
+
+test('an external success() from a test event continues the flow on a later event', withTestTool(() => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => {
+        trace.push('s1');
+        as.waitExternal();
+        AT.callLater(() => {
+            trace.push('external');
+            as.success('v');
+        }, 100);
+    });
+    root.add((as, v) => trace.push(`s2 ${v}`));
+    root.add((as) => trace.push('s3'));
+    root.execute();
+    assert.deepStrictEqual(trace, ['s1']);
+    AT.nextEvent();
+    assert.deepStrictEqual(trace, ['s1', 'external']);
+    assert.strictEqual(AT.hasEvents(), true);
+    AT.run();
+    assert.deepStrictEqual(trace, ['s1', 'external', 's2 v', 's3']);
+}));
+
+test('a deadline before the external event wins, and the other way round', withTestTool(() => {
+    const trace = [];
+    const root = $as();
+    root.add(
+        (as) => {
+            as.setTimeout(50);
+            AT.callLater(() => {
+                try {
+                    as.success();
+                } catch (e) {
+                    trace.push('stale success');
+                }
+            }, 100);
+        },
+        (as, err) => trace.push(err),
+    );
+    root.execute();
+    AT.run();
+    assert.deepStrictEqual(trace, ['Timeout', 'stale success']);
+
+    const t2 = [];
+    const r2 = $as();
+    r2.add(
+        (as) => {
+            as.setTimeout(100);
+            AT.callLater(() => as.success(), 50);
+        },
+        (as, err) => t2.push(err),
+    );
+    r2.add((as) => t2.push('next'));
+    r2.execute();
+    AT.run();
+    assert.deepStrictEqual(t2, ['next']);
+}));
+
+test('a flow of many steps yields between bursts: nextEvent() moves it on', withTestTool(() => {
+    let count = 0;
+    const root = $as();
+    root.repeat(1000, (as) => {
+        ++count;
+    });
+    root.execute();
+    assert.ok(count > 0, 'the first steps run in execute()');
+    assert.ok(count < 1000, 'not all of them');
+    assert.strictEqual(AT.hasEvents(), true);
+    let events = 0;
+    while (AT.hasEvents()) {
+        const before = count;
+        AT.nextEvent();
+        ++events;
+        assert.ok(count > before || !AT.hasEvents(), 'each event runs some steps');
+    }
+    assert.strictEqual(count, 1000);
+    assert.ok(events > 1);
+}));
+
+test('two flows in virtual time share the events', withTestTool(() => {
+    const trace = [];
+    const mk = (name, ms) => {
+        const root = $as();
+        root.add((as) => {
+            as.waitExternal();
+            AT.callLater(() => as.success(name), ms);
+        });
+        root.add((as, v) => trace.push(v));
+        root.execute();
+    };
+    mk('slow', 300000);
+    mk('fast', 100000);
+    AT.run();
+    assert.deepStrictEqual(trace, ['fast', 'slow']);
+}));
+
+test('promise() of a flow on the test tool', withTestTool(() => {
+    const root = $as();
+    root.add((as) => {
+        as.waitExternal();
+        AT.callLater(() => as.success(5));
+    });
+    const p = root.promise();
+    AT.run();
+    // the promise settles in a microtask: hand it to the runner
+    return p.then((v) => assert.strictEqual(v, 5));
+}));
+
+test('after installAsyncToolTest(false) flows run on the real event loop', T, async () => {
+    $as.installAsyncToolTest();
+    $as.installAsyncToolTest(false);
+    const root = $as();
+    root.add((as) => {
+        as.waitExternal();
+        setTimeout(() => as.success('real'), 1);
+    });
+    assert.strictEqual(await root.promise(), 'real');
+    assert.strictEqual(AT.hasEvents(), false);
+});
+
+/* run a testcase() test function; resolves with what it passed to done()
+ * and the lines it logged meanwhile */
+const runTestcase = (fn) => {
+    const d = deferred();
+    const log = console.log;
+    const lines = [];
+    console.log = (...a) => lines.push(a.join(' '));
+    try {
+        fn.call({ mocha: 'context' }, (err) => d.resolve({ err, lines }));
+    } catch (e) {
+        d.reject(e);
+    }
+    return d.promise.finally(() => {
+        console.log = log;
+    });
+};
+
+test('testcase(): a passing test calls done() with nothing', T, async () => {
+    let self = null;
+    const { err } = await runTestcase($as.testcase(function(as) {
+        self = this;
+        as.add((as) => {
+            as.waitExternal();
+            setTimeout(() => as.success(), 1);
+        });
+    }));
+    assert.strictEqual(err, undefined);
+    assert.deepStrictEqual(self, { mocha: 'context' });
+});
+
+test('testcase(): a failing test calls done() with last_exception', T, async () => {
+    const thrown = new Error('Broken');
+    const res = await runTestcase($as.testcase((as) => {
+        as.add((as) => {
+            throw thrown;
+        });
+    }));
+    assert.strictEqual(res.err, thrown);
+    assert.deepStrictEqual(res.lines, ['ERROR: Broken (undefined)']);
+});
+
+test('testcase(func, onerror): a negative test passes when func fails into onerror', T, async () => {
+    const { err } = await runTestcase($as.testcase(
+        (as) => as.error('Expected'),
+        (as, err) => {
+            if (err === 'Expected') {
+                as.success();
+            }
+        },
+    ));
+    assert.strictEqual(err, undefined);
+});
+
+test('testcase(func, onerror): a negative test fails when func does not fail', T, async () => {
+    const res = await runTestcase($as.testcase(
+        (as) => {},
+        (as, err) => {
+            if (err === 'Expected') {
+                as.success();
+            }
+        },
+    ));
+    assert.ok(res.err instanceof Error);
+    assert.strictEqual(res.err.message, 'NegativeTestMustThrow');
+});
