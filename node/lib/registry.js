@@ -20,7 +20,7 @@ const SH_FREED = SH_OPS + SH_OPS_CAP;
 const SH_FIN = SH_FREED + 8192;
 
 const OP_TARGET = 1;
-const SLOT = 16777216; // handles are slot + gen * 2^24
+const SLOT = 1048576; // handles are slot + gen * 2^20
 
 const FNS = []; // callbacks by index: fn at k, its onerror at k + 1
 const FREE = [];

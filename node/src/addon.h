@@ -122,7 +122,13 @@ struct jsenv
     uint32_t* spill;
     uint32_t nspill, capspill;
     hslot* slots;
-    uint32_t nslots, capslots, free_slot;
+    uint32_t nslots, capslots, free_slot, free_tail;
+    struct jlazy
+    {
+        napi_handle_scope scope;
+        uint32_t uses;
+        int ok;
+    } lz; /* one handle scope shared by a run of dispatches */
     uint32_t js_depth; /* calls from JS in progress */
     int production;    /* NODE_ENV=production: no sanity checks */
     uint32_t exec_slot;    /* the root execute() runs now: JS has not listed it yet */
@@ -131,6 +137,26 @@ struct jsenv
 
 /* per-thread: one Node environment per JS thread */
 extern _Thread_local jsenv* tl_env;
+
+/* A handle scope costs an allocation; a run of dispatches inside one native
+ * call or libuv callback shares one, renewed every 64 dispatches. Every
+ * entry point that may run steps brackets itself with these. */
+typedef struct jlazy jlazy;
+static inline void lz_enter(jsenv* e, jlazy* saved)
+{
+    *saved = e->lz;
+    e->lz.scope = NULL;
+    e->lz.uses = 0;
+    e->lz.ok = 1;
+}
+
+static inline void lz_leave(jsenv* e, const jlazy* saved)
+{
+    if (e->lz.scope) {
+        napi_close_handle_scope(e->env, e->lz.scope);
+    }
+    e->lz = *saved;
+}
 
 /* handle table (handles.c) */
 uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind);

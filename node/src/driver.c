@@ -18,7 +18,14 @@ static void run_iterate(jsenv* e)
     napi_callback_scope cs;
     int scoped = napi_get_reference_value(env, e->resource, &res) == napi_ok
             && napi_open_callback_scope(env, res, e->actx, &cs) == napi_ok;
-    futoin_tool_iterate(e->tool, 0);
+    jlazy lz;
+    lz_enter(e, &lz);
+    /* work made ready by this turn (a flow executed from a step, a step
+     * completed by another flow) runs in the same turn, a bounded number of
+     * rounds, as the JS library runs up to 100 bursts before yielding */
+    for (int round = 0; round < 64 && futoin_tool_iterate(e->tool, 0) == 0; ++round) {
+    }
+    lz_leave(e, &lz);
     if (scoped) {
         /* runs process.nextTick callbacks and microtasks, as after any
          * other libuv callback of Node */

@@ -1,21 +1,26 @@
 /*
  * The handle table: JS names a FutoInAsyncSteps* by a Number carrying a slot
- * and its generation (slot | gen << 24, exact in a double), so a handle kept
- * after its step ended is recognised and refused instead of dereferenced.
+ * and its generation (slot | gen << 20: a small integer, which V8 passes
+ * without allocating), so a handle kept after its step ended is recognised
+ * and refused instead of dereferenced. Freed slots are reused oldest first,
+ * so a generation comes back only after 2048 reuses of every free slot.
  */
 #include "addon.h"
 
 #include <stdlib.h>
 
-#define SLOT_BITS 24
+#define SLOT_BITS 20
 #define SLOT_MASK ((1u << SLOT_BITS) - 1)
-#define GEN_MASK ((1u << 29) - 1)
+#define GEN_MASK ((1u << 11) - 1)
 
 uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
 {
     uint32_t s = e->free_slot;
-    if (s) {
+    if (s && e->nslots >= 64) {
         e->free_slot = e->slots[s].next_free;
+        if (!e->free_slot) {
+            e->free_tail = 0;
+        }
     } else {
         if (e->nslots == e->capslots) {
             uint32_t cap = e->capslots ? e->capslots * 2 : 256;
@@ -55,28 +60,33 @@ void jh_free(jsenv* e, uint32_t s)
     if (!h->gen) {
         h->gen = 1;
     }
-    h->next_free = e->free_slot;
-    e->free_slot = s;
+    h->next_free = 0;
+    if (e->free_tail) {
+        e->slots[e->free_tail].next_free = s;
+    } else {
+        e->free_slot = s;
+    }
+    e->free_tail = s;
 }
 
 double jh_id(jsenv* e, uint32_t s)
 {
-    return (double)((uint64_t)e->slots[s].gen << SLOT_BITS | s);
+    return (double)(e->slots[s].gen << SLOT_BITS | s);
 }
 
 napi_status jh_new_id(jsenv* e, uint32_t s, napi_value* out)
 {
-    return napi_create_double(e->env, jh_id(e, s), out);
+    return napi_create_int32(e->env, (int32_t)(e->slots[s].gen << SLOT_BITS | s), out);
 }
 
 /* NULL (nothing thrown) when the handle is not a live one of `kinds` */
 hslot* jh_get(jsenv* e, napi_value v, int kinds)
 {
-    double d;
-    if (napi_get_value_double(e->env, v, &d) != napi_ok || !(d >= 0) || d > 9007199254740991.0) {
+    int32_t i;
+    if (napi_get_value_int32(e->env, v, &i) != napi_ok || i <= 0) {
         return NULL;
     }
-    uint64_t u = (uint64_t)d;
+    uint32_t u = (uint32_t)i;
     uint32_t s = (uint32_t)(u & SLOT_MASK);
     uint32_t g = (uint32_t)(u >> SLOT_BITS);
     if (!s || s >= e->nslots) {

@@ -181,17 +181,27 @@ int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size
  * (number -1) */
 static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i)
 {
-    jsenv* e = tl_env;
+    jsenv* e = f->root->e;
     napi_env env = e->env;
-    napi_handle_scope hs;
-    if (napi_open_handle_scope(env, &hs) != napi_ok) {
+    napi_handle_scope local = NULL;
+    if (!e->lz.ok) {
+        if (napi_open_handle_scope(env, &local) != napi_ok) {
+            bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "no JS handle scope");
+            return;
+        }
+    } else if (!e->lz.scope && napi_open_handle_scope(env, &e->lz.scope) != napi_ok) {
+        e->lz.scope = NULL;
         bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "no JS handle scope");
         return;
     }
     napi_value argv[7];
     int n = 0;
     if (mode == MODE_REPEAT) {
-        napi_create_double(env, (double)i, &argv[3]);
+        if (i <= INT32_MAX) {
+            napi_create_int32(env, (int32_t)i, &argv[3]);
+        } else {
+            napi_create_double(env, (double)i, &argv[3]);
+        }
         n = 1;
     } else if (args && args->arg0.type) {
         n = jv_from_args(env, args, &argv[3]);
@@ -206,7 +216,13 @@ static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs
     }
     napi_create_int32(env, (int32_t)(f->k * 32 + (uint32_t)mode * 8 + (uint32_t)(n + 1)), &argv[2]);
     js_dispatch(e, e->f_step, bsi, f->root, 3 + (size_t)(n < 0 ? 1 : n), argv);
-    napi_close_handle_scope(env, hs);
+    if (local) {
+        napi_close_handle_scope(env, local);
+    } else if (++e->lz.uses >= 64) {
+        napi_close_handle_scope(env, e->lz.scope);
+        e->lz.scope = NULL;
+        e->lz.uses = 0;
+    }
 }
 
 static void tr_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
@@ -789,7 +805,10 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     napi_value saved_obj = e->exec_obj;
     e->exec_slot = r->slot;
     e->exec_obj = argv[2];
+    jlazy lz;
+    lz_enter(e, &lz);
     futoin_steps_execute_burst(bsi);
+    lz_leave(e, &lz);
     e->exec_slot = saved_slot;
     e->exec_obj = saved_obj;
     return out;
@@ -903,7 +922,10 @@ static napi_value n_test_next(napi_env env, napi_callback_info info)
     napi_value r;
     int64_t before = futoin_tool_next_delay(e->test_tool);
     if (before >= 0) {
+        jlazy lz;
+        lz_enter(e, &lz);
         futoin_tool_iterate(e->test_tool, 1);
+        lz_leave(e, &lz);
     }
     napi_get_boolean(env, before >= 0, &r);
     return r;
