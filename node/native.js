@@ -66,31 +66,24 @@ const cstep = (library, name, options = {}) => {
  * @returns {bigint} address, valid while `as` is
  */
 const binary = (as) => {
-    if (as === null || typeof as !== 'object' || as._h === undefined) {
+    if (as === null || typeof as !== 'object' || !('_h' in as)) {
         throw new TypeError('binary() expects a futoin-polyglot AsyncSteps');
     }
-    return N.binary(as._h);
+    return N.binary(typeof as._binary === 'function' ? as._binary() : as._h);
 };
 
 /**
  * A JS AsyncSteps over any provider's FutoInAsyncSteps* (a root, or a step
  * inside its callback). JS steps added to it run inside that flow.
  */
-let wrapping = null;
-
 class WrappedSteps extends AsyncSteps {
-    _newHandle() {
-        return N.wrap(this, wrapping);
-    }
 }
 
 const wrap = (addr) => {
-    wrapping = address(addr, 'wrap()');
-    try {
-        return new WrappedSteps();
-    } finally {
-        wrapping = null;
-    }
+    const w = new WrappedSteps();
+    w._h = N.wrap(w, address(addr, 'wrap()'));
+    w._foreign = true; // every call goes to the wrapped flow at once
+    return w;
 };
 
 const isNative = (addr) => N.isNative(address(addr, 'isNative()'));

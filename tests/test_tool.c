@@ -345,6 +345,37 @@ static void iterate_max_tasks_bounds_work(void** state)
     assert_trace("k1|k2|late");
 }
 
+/* a timer callback that makes work ready: run_one stops after the timer */
+static void cb_post_imm(void* data)
+{
+    trace("%s", (const char*)data);
+    imm("posted");
+}
+
+static void run_one_runs_exactly_one_event(void** state)
+{
+    (void)state;
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 0); /* nothing pending */
+    g_fx.root->api->sched_deferred(g_fx.root, 50, "t50", cb_post_imm);
+    dfr(50, "t50b");
+    imm("i1");
+    imm("i2");
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_trace("i1");
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_trace("i1|i2");
+    /* only timers left: virtual time moves to the first one, which alone runs */
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_trace("i1|i2|t50");
+    assert_int_equal(futoin_tool_now(g_fx.tool), 50);
+    /* the immediate it posted comes before the timer due at the same time */
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_trace("i1|i2|t50|posted");
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_trace("i1|i2|t50|posted|t50b@50");
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 0);
+}
+
 static void iterate_returns_delay_to_next_timer(void** state)
 {
     (void)state;
@@ -751,6 +782,7 @@ int main(void)
             T(run_reentrant_returns_minus_one),
             T(iterate_max_tasks_bounds_work),
             T(iterate_returns_delay_to_next_timer),
+            T(run_one_runs_exactly_one_event),
             T(next_delay_reports_without_running),
             T(advance_moves_virtual_time),
             T(custom_clock_drives_timers),

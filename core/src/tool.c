@@ -439,6 +439,52 @@ void futoin_tool_set_hooks(FutoInAsyncTool* t, const FutoInLoopHooks* hooks)
     }
 }
 
+int futoin_tool_run_one(FutoInAsyncTool* t)
+{
+    if (!t || t->running) {
+        return 0;
+    }
+    t->running = 1;
+    if (FTN_UNLIKELY(!pthread_equal(t->owner, pthread_self()))) {
+        t->owner = pthread_self();
+    }
+    ftool_drain_posts(t);
+    int ran = 0;
+    ftask* task = ftool_task_pop(t);
+    if (task) {
+        if (task->pooled) {
+            void (*cb)(void*) = task->cb;
+            void* data = task->data;
+            ++task->gen;
+            fpool_put(&t->task_pool, task);
+            cb(data);
+        } else {
+            task->cb(task->data);
+        }
+        ran = 1;
+    } else if (t->heap_len) {
+        ftimer* tm = t->heap[0];
+        if (t->virtual_time && tm->deadline > t->vnow) {
+            t->vnow = tm->deadline;
+        }
+        if (tm->deadline <= ftool_now(t)) {
+            heap_remove(t, tm);
+            void (*cb)(void*) = tm->cb;
+            void* data = tm->data;
+            ftimer_release(t, tm);
+            cb(data);
+            ran = 1;
+        }
+    }
+    t->running = 0;
+    int64_t d = futoin_tool_next_delay(t);
+    if (t->has_hooks && (d != t->armed_delay || d > 0)) {
+        t->armed_delay = d;
+        t->hooks.arm(t->hooks.data, d);
+    }
+    return ran;
+}
+
 int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
 {
     if (!t) {

@@ -31,8 +31,23 @@ const { FNS, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCE
 const allocK = reg.allocK;
 const queue = reg.queue;
 
-// the handle of the step whose callback runs now: its calls are queued
+// the handle of the step whose callback runs now (its calls are queued),
+// and its root
 let CUR = -1;
+let CUR_ROOT = null;
+
+/* as futoin-asyncsteps: inside a step, the interface of another step of
+ * the same flow is out of bounds */
+const sanity = isProduction ? () => {} : (asp) => {
+    if (asp._h !== CUR && CUR_ROOT === asp._root && CUR_ROOT !== null) {
+        const state = CUR_ROOT.state;
+        state.error_info = 'Invalid call (sanity check)';
+        const e = new Error('InternalError');
+        state.last_exception = e;
+        deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
+        throw e;
+    }
+};
 
 // root-level operations kept in JS until execute()
 const Q_ADD = 0;
@@ -71,16 +86,35 @@ const successN = (h, args) => {
     }
 };
 
-/* error(name, info) of a step: state first, then C, then throw, as
- * futoin-asyncsteps does */
+const RAISE_ERROR = 0;
+const RAISE_BREAK = 1;
+const RAISE_CONT = 2;
+
+/* inside a callback an error takes effect when its exception leaves the
+ * callback (a step may catch its own error() and go on, as in
+ * futoin-asyncsteps) */
+const deferRaise = (root, e, kind, code, info) => {
+    root._raised = e;
+    root._raiseKind = kind;
+    root._raiseCode = code;
+    root._raiseInfo = info;
+};
+
+const infoArg = (error_info) => (error_info === undefined || error_info === null ? undefined : String(error_info));
+
+/* error(name, info) of a step: state first, then throw, as
+ * futoin-asyncsteps does; from outside a callback the error is raised at once */
 const raise = (root, h, name, error_info) => {
     const state = root.state;
     state.error_info = error_info;
     const e = new Error(name);
     state.last_exception = e;
-    root._raised = e;
-    root._jsErr = true;
-    N.error(h, name, error_info === undefined || error_info === null ? undefined : String(error_info));
+    if (h === CUR) {
+        deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
+    } else {
+        root._jsErr = true;
+        N.error(h, name, infoArg(error_info));
+    }
     throw e;
 };
 
@@ -209,6 +243,7 @@ class AsyncStepProtector {
     }
 
     add(func, onerror) {
+        sanity(this);
         if (typeof func !== 'function' && isCStep(func)) {
             addC(this._h, func, onerror);
             this._f |= F_ADDED;
@@ -227,6 +262,7 @@ class AsyncStepProtector {
     }
 
     parallel(onerror) {
+        sanity(this);
         checkOnError(this, onerror);
         const k = register(undefined, onerror);
         const p = N.parallel(this._h, k, hasEh(onerror));
@@ -235,16 +271,21 @@ class AsyncStepProtector {
     }
 
     success(...args) {
+        sanity(this);
+        if (this._f & F_ADDED) {
+            this.error('InternalError', 'Invalid success() call');
+        }
         this._f |= F_DONE;
         successN(this._h, args);
     }
 
     error(name, error_info) {
-        this._f |= F_DONE;
+        sanity(this);
         raise(this._root, this._h, name, error_info);
     }
 
     setTimeout(timeout_ms) {
+        sanity(this);
         if (typeof timeout_ms !== 'number') {
             throw new TypeError('setTimeout() expects milliseconds');
         }
@@ -282,6 +323,7 @@ class AsyncStepProtector {
     }
 
     copyFrom(other) {
+        sanity(this);
         copyModel(this, other);
         const os = other.state;
         const s = this.state;
@@ -294,6 +336,7 @@ class AsyncStepProtector {
     }
 
     loop(func, label) {
+        sanity(this);
         checkFunc(this, func);
         checkLabel(label);
         N.loop(this._h, register(func, undefined), label);
@@ -302,6 +345,7 @@ class AsyncStepProtector {
     }
 
     repeat(count, func, label) {
+        sanity(this);
         checkFunc(this, func);
         checkLabel(label);
         if (typeof count !== 'number') {
@@ -319,24 +363,31 @@ class AsyncStepProtector {
     }
 
     break(label) {
-        checkLabel(label);
-        this._f |= F_DONE;
-        const e = new Error('LoopBreak');
-        this._root._raised = e;
-        N.break(this._h, label);
-        throw e;
+        this._loopCtl(label, 'LoopBreak', RAISE_BREAK);
     }
 
     continue(label) {
+        this._loopCtl(label, 'LoopCont', RAISE_CONT);
+    }
+
+    _loopCtl(label, code, kind) {
+        sanity(this);
         checkLabel(label);
-        this._f |= F_DONE;
-        const e = new Error('LoopCont');
-        this._root._raised = e;
-        N.continue(this._h, label);
+        const e = new Error(code);
+        // a loop that takes it leaves no exception behind, as in futoin-asyncsteps
+        this.state.last_exception = null;
+        if (this._h === CUR) {
+            deferRaise(this._root, e, kind, label, undefined);
+        } else if (kind === RAISE_BREAK) {
+            N.break(this._h, label);
+        } else {
+            N.continue(this._h, label);
+        }
         throw e;
     }
 
     successStep(...args) {
+        sanity(this);
         if (this._f & F_ADDED) {
             this.add((as) => {
                 as.success(...args);
@@ -348,12 +399,14 @@ class AsyncStepProtector {
     }
 
     await(promise, onerror) {
+        sanity(this);
         checkOnError(this, onerror);
         awaitImpl(this, this._root, promise, onerror);
         return this;
     }
 
     sync(object, func, onerror) {
+        sanity(this);
         checkFunc(this, func);
         checkOnError(this, onerror);
         if (object === null || typeof object !== 'object' || typeof object.sync !== 'function') {
@@ -385,10 +438,15 @@ class ParallelStep {
 
     add(func, onerror) {
         if (typeof func !== 'function' && isCStep(func)) {
-            if (this._h === undefined) {
-                throw new TypeError('C steps in a parallel() of a root that has not run: add them inside a step');
+            if (hasEh(onerror)) {
+                addC(0, func, onerror); // throws the TypeError
             }
-            addC(this._h, func, onerror);
+            if (this._h === undefined) {
+                this._branches.push(func, undefined);
+                this._root._slow = true; // applied on a C root at execute()
+            } else {
+                addC(this._h, func, onerror);
+            }
             return this;
         }
         checkFunc(this, func);
@@ -478,16 +536,31 @@ class AsyncSteps {
 
     add(func, onerror) {
         if (typeof func !== 'function' && isCStep(func)) {
+            if (hasEh(onerror)) {
+                addC(0, func, onerror); // throws the TypeError
+            }
+            if (this._foreign || this._direct) {
+                addC(this._h, func, onerror);
+                return this;
+            }
             return this._call((t) => addC(t._materialize(), func, onerror));
         }
         checkFunc(this, func);
         checkOnError(this, onerror);
+        if (this._foreign || this._direct) {
+            N.add(this._h, register(func, onerror), hasEh(onerror));
+            return this;
+        }
         this._checkIdle();
         this._ops.push(Q_ADD, func, onerror);
         return this;
     }
 
     _call(fn) {
+        if (this._foreign || this._direct) {
+            fn(this);
+            return this;
+        }
         this._checkIdle();
         this._ops.push(Q_CALL, fn, undefined);
         this._slow = true;
@@ -496,6 +569,9 @@ class AsyncSteps {
 
     parallel(onerror) {
         checkOnError(this, onerror);
+        if (this._foreign || this._direct) {
+            return new ParallelStep(this, N.parallel(this._h, register(undefined, onerror), hasEh(onerror)));
+        }
         this._checkIdle();
         const p = new ParallelStep(this, undefined);
         this._ops.push(Q_PAR, p, onerror);
@@ -517,6 +593,11 @@ class AsyncSteps {
         state.error_info = error_info;
         const e = new Error(name);
         state.last_exception = e;
+        if (!this._running) {
+            // as futoin-asyncsteps: the queued steps are dropped
+            this._ops = [];
+            this._slow = false;
+        }
         throw e;
     }
 
@@ -546,30 +627,18 @@ class AsyncSteps {
         if (this._running) {
             return this;
         }
+        this._es = undefined;
+        if (this._foreign) {
+            N.execute(this._h, false, this);
+            return this;
+        }
         const ops = this._ops;
         this._ops = [];
         let h = this._h;
         if (this._slow || h !== undefined) {
             // replay with direct calls on a C root
-            this._slow = false;
             h = this._materialize();
-            cleanup.unregister(this);
-            for (let i = 0; i < ops.length; i += 3) {
-                const kind = ops[i];
-                if (kind === Q_ADD) {
-                    const eh = ops[i + 2];
-                    N.add(h, register(ops[i + 1], eh), hasEh(eh));
-                } else if (kind === Q_PAR) {
-                    const eh = ops[i + 2];
-                    const p = N.parallel(h, register(undefined, eh), hasEh(eh));
-                    const br = ops[i + 1]._branches;
-                    for (let j = 0; j < br.length; j += 2) {
-                        N.add(p, register(br[j], br[j + 1]), hasEh(br[j + 1]));
-                    }
-                } else {
-                    ops[i + 1](this);
-                }
-            }
+            this._replay(ops);
         } else {
             for (let i = 0; i < ops.length; i += 3) {
                 const kind = ops[i];
@@ -590,6 +659,47 @@ class AsyncSteps {
         this._h = h;
         ROOTS[h % SLOT] = this;
         return this;
+    }
+
+    /* apply root-level operations kept in JS to the C root, in order */
+    _replay(ops) {
+        const h = this._h;
+        this._slow = false;
+        cleanup.unregister(this);
+        for (let i = 0; i < ops.length; i += 3) {
+            const kind = ops[i];
+            if (kind === Q_ADD) {
+                const eh = ops[i + 2];
+                N.add(h, register(ops[i + 1], eh), hasEh(eh));
+            } else if (kind === Q_PAR) {
+                const eh = ops[i + 2];
+                const p = N.parallel(h, register(undefined, eh), hasEh(eh));
+                const br = ops[i + 1]._branches;
+                for (let j = 0; j < br.length; j += 2) {
+                    if (typeof br[j] !== 'function') {
+                        addC(p, br[j], undefined);
+                    } else {
+                        N.add(p, register(br[j], br[j + 1]), hasEh(br[j + 1]));
+                    }
+                }
+            } else {
+                ops[i + 1](this);
+            }
+        }
+    }
+
+    /* binary(): the C root now, with every step so far; later root-level
+     * calls go to it at once, so C and JS additions keep their order */
+    _binary() {
+        if (!this._foreign && !this._direct) {
+            const ops = this._ops;
+            this._ops = [];
+            this._materialize();
+            this._replay(ops);
+            this._direct = true;
+            cleanup.register(this, this._h, this);
+        }
+        return this._h;
     }
 
     loop(func, label) {
@@ -664,7 +774,12 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
     const n = (code & 7) - 1;
     const as = new AsyncStepProtector(root, h);
     const prev = CUR;
+    const prevRoot = CUR_ROOT;
     CUR = h;
+    CUR_ROOT = root;
+    if (!isProduction) {
+        execStack(root, fn, code & 24);
+    }
     try {
         switch (n) {
         case 0: fn(as); break;
@@ -676,10 +791,12 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
         }
     } catch (e) {
         CUR = prev;
+        CUR_ROOT = prevRoot;
         onThrow(root, as, e);
         return F_DONE;
     }
     CUR = prev;
+    CUR_ROOT = prevRoot;
     const f = as._f;
     if (as._next !== null && !(f & (F_DONE | F_ADDED | F_WAIT))) {
         successN(h, as._next);
@@ -689,14 +806,43 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
 };
 
 const onThrow = (root, as, e) => {
+    as._f |= F_DONE;
     if (e === root._raised) {
         root._raised = null;
+        const kind = root._raiseKind;
+        if (kind === RAISE_ERROR) {
+            root._jsErr = true;
+            N.error(as._h, root._raiseCode, root._raiseInfo);
+        } else if (kind === RAISE_BREAK) {
+            N.break(as._h, root._raiseCode);
+        } else {
+            N.continue(as._h, root._raiseCode);
+        }
         return;
     }
     root.state.last_exception = e;
     root._jsErr = true;
-    as._f |= F_DONE;
     N.error(as._h, errorCode(e), undefined);
+};
+
+/* state.async_stack: the step functions run so far (a loop body restarts
+ * from where its loop began), as futoin-asyncsteps keeps outside production */
+const execStack = (root, fn, mode) => {
+    let es = root._es;
+    if (es === undefined) {
+        es = root._es = [];
+    }
+    if (mode !== MODE_STEP) {
+        const mark = root._esLoop;
+        if (mark !== undefined && mark.fn === fn) {
+            es.length = mark.len;
+        } else {
+            root._esLoop = { fn, len: es.length };
+        }
+    } else if (es.length >= 1000) {
+        es.splice(0, 500);
+    }
+    es.push(fn);
 };
 
 const onError = (r, h, k, code, info) => {
@@ -710,19 +856,25 @@ const onError = (r, h, k, code, info) => {
         state.last_exception = new Error(code);
     }
     if (!isProduction) {
-        state.async_stack = [fn];
+        const es = root._es || (root._es = []);
+        es.push(fn);
+        state.async_stack = es;
     }
     const as = new AsyncStepProtector(root, h);
     const prev = CUR;
+    const prevRoot = CUR_ROOT;
     CUR = h;
+    CUR_ROOT = root;
     try {
         fn(as, code);
     } catch (e) {
         CUR = prev;
+        CUR_ROOT = prevRoot;
         onThrow(root, as, e);
         return F_DONE;
     }
     CUR = prev;
+    CUR_ROOT = prevRoot;
     return as._f;
 };
 

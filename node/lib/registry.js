@@ -71,6 +71,7 @@ reg.drainFin = () => {
             ROOTS[slot] = undefined;
             r._h = undefined;
             r._running = false;
+            r._direct = false;
         }
     }
     SH[SH_FIN_N] = 0;

@@ -21,9 +21,10 @@ static void run_iterate(jsenv* e)
     jlazy lz;
     lz_enter(e, &lz);
     /* work made ready by this turn (a flow executed from a step, a step
-     * completed by another flow) runs in the same turn, a bounded number of
-     * rounds, as the JS library runs up to 100 bursts before yielding */
-    for (int round = 0; round < 64 && futoin_tool_iterate(e->tool, 0) == 0; ++round) {
+     * completed by another flow) runs in the same turn while fewer than 100
+     * JS steps ran, as the JS library runs 100 steps before it yields */
+    e->turn_steps = 0;
+    for (int round = 0; round < 100 && futoin_tool_iterate(e->tool, 0) == 0 && e->turn_steps < 100; ++round) {
     }
     lz_leave(e, &lz);
     if (scoped) {

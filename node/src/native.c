@@ -54,6 +54,9 @@ static napi_value n_binary(napi_env env, napi_callback_info info)
     size_t argc = 1;
     napi_value argv[1];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (tl_env->sh[SH_OPS_N]) {
+        js_flush_ops(tl_env);
+    }
     hslot* h = jh_get(tl_env, argv[0], (1 << HK_STEP) | (1 << HK_ROOT) | (1 << HK_PARALLEL) | (1 << HK_FOREIGN));
     if (!h) {
         return js_throw_error(env, "InternalError", "Unexpected call, object is out of service");
@@ -144,6 +147,9 @@ static napi_value n_add_c(napi_env env, napi_callback_info info)
     size_t argc = 4;
     napi_value argv[4];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    if (tl_env->sh[SH_OPS_N]) {
+        js_flush_ops(tl_env); /* steps queued before this one come first */
+    }
     hslot* h = jh_get(tl_env, argv[0], (1 << HK_STEP) | (1 << HK_ROOT) | (1 << HK_PARALLEL) | (1 << HK_FOREIGN));
     if (!h) {
         return js_throw_error(env, "InternalError", "Unexpected call, object is out of service");

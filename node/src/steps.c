@@ -216,6 +216,7 @@ static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs
     }
     napi_create_int32(env, (int32_t)(f->k * 32 + (uint32_t)mode * 8 + (uint32_t)(n + 1)), &argv[2]);
     js_dispatch(e, e->f_step, bsi, f->root, 3 + (size_t)(n < 0 ? 1 : n), argv);
+    ++e->turn_steps;
     if (local) {
         napi_close_handle_scope(env, local);
     } else if (++e->lz.uses >= 64) {
@@ -878,6 +879,7 @@ static napi_value n_root_id(napi_env env, napi_callback_info info)
 static void test_fire(void* data)
 {
     jsenv* e = tl_env;
+    e->test_fired = 1;
     napi_value argv[1];
     napi_create_double(e->env, (double)(uintptr_t)data, &argv[0]);
     call_js(e, e->f_call, NULL, 1, argv);
@@ -924,7 +926,13 @@ static napi_value n_test_next(napi_env env, napi_callback_info info)
     if (before >= 0) {
         jlazy lz;
         lz_enter(e, &lz);
-        futoin_tool_iterate(e->test_tool, 1);
+        e->test_fired = 0;
+        futoin_tool_run_one(e->test_tool);
+        if (before > 0 && !e->test_fired && futoin_tool_next_delay(e->test_tool) == 0) {
+            /* a step's timeout: its error handling is part of the same
+             * event, as in futoin-asyncsteps */
+            futoin_tool_iterate(e->test_tool, 0);
+        }
         lz_leave(e, &lz);
     }
     napi_get_boolean(env, before >= 0, &r);

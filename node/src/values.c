@@ -29,6 +29,35 @@ static void cleanup_ref(FutoInBinaryValue* v)
     }
 }
 
+/* a string UTF-8 cannot carry exactly (lone surrogates): the UTF-8 copy for
+ * other languages, and the JS string itself, boxed, for JS receivers */
+typedef struct jstr_box
+{
+    napi_ref box;
+    char s[];
+} jstr_box;
+
+static void cleanup_str_box(FutoInBinaryValue* v)
+{
+    jstr_box* b = v->custom_data;
+    jsenv* e = tl_env;
+    if (e && b) {
+        napi_delete_reference(e->env, b->box);
+    }
+    free(b);
+}
+
+static const FutoInType k_str_box = {FTN_TYPE_STRING, cleanup_str_box};
+
+static int has_replacement_char(const char* s, size_t n)
+{
+    for (size_t i = 0; i + 2 < n; ++i) {
+        if ((unsigned char)s[i] == 0xEF && (unsigned char)s[i + 1] == 0xBF && (unsigned char)s[i + 2] == 0xBD) {
+            return 1;
+        }
+    }
+    return 0;
+}
 static const FutoInType k_num_int = {FTN_TYPE_INT64, NULL};  /* a JS Number */
 static const FutoInType k_num_dbl = {FTN_TYPE_DOUBLE, NULL}; /* a JS Number */
 static const FutoInType k_bigint = {FTN_TYPE_INT64, NULL};   /* a JS BigInt */
@@ -105,6 +134,22 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
         if (!s || napi_get_value_string_utf8(env, v, s, n + 1, &n) != napi_ok) {
             free(s);
             return -1;
+        }
+        if (has_replacement_char(s, n)) {
+            /* U+FFFD: maybe a lone surrogate replaced; keep the original */
+            jstr_box* b = malloc(sizeof(jstr_box) + n + 1);
+            napi_value arr;
+            if (b && napi_create_array_with_length(env, 1, &arr) == napi_ok && napi_set_element(env, arr, 0, v) == napi_ok
+                    && napi_create_reference(env, arr, 1, &b->box) == napi_ok) {
+                memcpy(b->s, s, n + 1);
+                free(s);
+                out->type = &k_str_box;
+                out->cstr = b->s;
+                out->custom_data = b;
+                out->length = (uint32_t)n;
+                return 0;
+            }
+            free(b);
         }
         out->type = &k_str;
         out->cstr = s;
@@ -193,6 +238,14 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
     }
     if (t == &k_obj || t == &k_bytes || t == &k_pack) {
         return ref_value(env, v);
+    }
+    if (t == &k_str_box) {
+        napi_value arr = NULL;
+        napi_get_reference_value(env, ((jstr_box*)v->custom_data)->box, &arr);
+        if (arr) {
+            napi_get_element(env, arr, 0, &r);
+        }
+        return r;
     }
     if (t == &k_boxed) {
         napi_value arr = ref_value(env, v);

@@ -247,32 +247,46 @@ test('setTimeout() fails a waiting step with Timeout', T, async () => {
 });
 
 test('setTimeout() is cancelled by success() before it', T, async () => {
-    let timer_as = null;
-    const r = await runFlow((as) => {
-        as.add((as) => {
-            as.setTimeout(50);
-            timer_as = as;
-            setTimeout(() => as.success('in time'), 1);
+    const trace = [];
+    await onTestTool((AT) => {
+        const root = $as();
+        root.add(
+            (as) => {
+                as.setTimeout(50);
+                AT.callLater(() => as.success('in time'), 10);
+            },
+            (as, err) => trace.push(`error ${err}`),
+        );
+        root.add((as, v) => {
+            trace.push(v);
+            // still waiting when the first deadline passes
+            as.waitExternal();
+            AT.callLater(() => as.success(), 100);
         });
-        as.add((as, v) => {
-            // wait past the first step's deadline: no Timeout may fire
-            as.setTimeout(200);
-            setTimeout(() => as.success(v), 100);
-        });
+        root.add((as) => trace.push('end'));
+        root.execute();
+        AT.run();
     });
-    assert.strictEqual(r.err, null, r.info);
-    assert.deepStrictEqual(r.args, ['in time']);
-    assert.ok(timer_as);
+    assert.deepStrictEqual(trace, ['in time', 'end']);
 });
 
 test('a second setTimeout() replaces the first', T, async () => {
-    const r = await runFlow((as) => {
-        as.setTimeout(10);
-        as.setTimeout(150);
-        setTimeout(() => as.success('second deadline'), 60);
+    const trace = [];
+    await onTestTool((AT) => {
+        const root = $as();
+        root.add(
+            (as) => {
+                as.setTimeout(10);
+                as.setTimeout(150);
+                AT.callLater(() => as.success('second deadline'), 60);
+            },
+            (as, err) => trace.push(`error ${err}`),
+        );
+        root.add((as, v) => trace.push(v));
+        root.execute();
+        AT.run();
     });
-    assert.strictEqual(r.err, null, r.info);
-    assert.deepStrictEqual(r.args, ['second deadline']);
+    assert.deepStrictEqual(trace, ['second deadline']);
 });
 
 test('waitExternal() waits for an external success()', T, async () => {
@@ -385,4 +399,24 @@ test('promise() runs the first step synchronously', () => {
     }).promise();
     assert.strictEqual(ran, true);
     return p;
+});
+
+test('root.error() outside execution throws, sets the state and drops the queued steps', T, async () => {
+    const root = $as();
+    let ran = false;
+    root.add((as) => {
+        ran = true;
+    });
+    assert.throws(() => root.error('RootError', 'root info'), (e) => {
+        assert.ok(e instanceof Error);
+        assert.strictEqual(e.message, 'RootError');
+        assert.strictEqual(root.state.last_exception, e);
+        return true;
+    });
+    assert.strictEqual(root.state.error_info, 'root info');
+    await onTestTool((AT) => {
+        root.execute();
+        AT.run();
+    });
+    assert.strictEqual(ran, false);
 });

@@ -31,6 +31,25 @@ test('installAsyncToolTest() installs AsyncToolTest, (false) restores AsyncTool'
     assert.strictEqual($as.ActiveAsyncTool, $as.AsyncTool);
 });
 
+test('AsyncTool: callLater/cancelCall and callImmediate/cancelImmediate on the real loop', T, async () => {
+    const tool = $as.AsyncTool;
+    const trace = [];
+    await new Promise((resolve) => {
+        const dropped = tool.callLater(() => trace.push('dropped timer'), 1);
+        tool.cancelCall(dropped);
+        tool.callLater(() => {
+            trace.push('timer');
+            const droppedImm = tool.callImmediate(() => trace.push('dropped immediate'));
+            tool.cancelImmediate(droppedImm);
+            tool.callImmediate(() => {
+                trace.push('immediate');
+                resolve();
+            });
+        }, 5);
+    });
+    assert.deepStrictEqual(trace, ['timer', 'immediate']);
+});
+
 test('callLater() events run in deadline order; cancelCall() drops one', withTestTool(() => {
     assert.strictEqual(AT.hasEvents(), false);
     const trace = [];
@@ -187,6 +206,29 @@ test('two flows in virtual time share the events', withTestTool(() => {
     AT.run();
     assert.deepStrictEqual(trace, ['fast', 'slow']);
 }));
+
+test('a Mutex made before installAsyncToolTest() serves flows on the test tool', () => {
+    const mtx = new $as.Mutex();
+    withTestTool(() => {
+        const trace = [];
+        for (const n of ['a', 'b']) {
+            const root = $as();
+            root.sync(mtx, (as) => {
+                trace.push(`${n} in`);
+                as.waitExternal();
+                AT.callLater(() => {
+                    trace.push(`${n} out`);
+                    as.success();
+                }, 10);
+            });
+            root.add((as) => trace.push(`${n} done`));
+            root.execute();
+        }
+        assert.deepStrictEqual(trace, ['a in']);
+        AT.run();
+        assert.deepStrictEqual(trace, ['a in', 'a out', 'a done', 'b in', 'b out', 'b done']);
+    })();
+});
 
 test('promise() of a flow on the test tool', withTestTool(() => {
     const root = $as();

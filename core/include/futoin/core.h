@@ -111,6 +111,11 @@ FUTOIN_API void futoin_tool_set_hooks(FutoInAsyncTool* tool, const FutoInLoopHoo
  * ones ready at the call). Returns the delay in ms until the next work: 0
  * ready now, -1 nothing pending. */
 FUTOIN_API int64_t futoin_tool_iterate(FutoInAsyncTool* tool, uint32_t max_tasks);
+/* Runs exactly one event without blocking: the oldest ready immediate, or
+ * else the earliest timer if it is due (in virtual time the clock moves to
+ * it). Returns 1 when something ran. For test schedulers stepping through
+ * events one by one. */
+FUTOIN_API int futoin_tool_run_one(FutoInAsyncTool* tool);
 /* Same meaning as iterate's return, without running anything. */
 FUTOIN_API int64_t futoin_tool_next_delay(FutoInAsyncTool* tool);
 /* Make the calling thread the loop thread. */

@@ -102,6 +102,52 @@ EXPORT void c_double(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->success(bsi, &out);
 }
 
+/* (value) -> ("<C type>: <value>"): what a value looks like from C */
+EXPORT void c_describe(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    const FutoInBinaryValue* v = &args->arg0;
+    char buf[128];
+    if (!v->type) {
+        snprintf(buf, sizeof(buf), "no value");
+    } else if (v->type->flags == (FTN_TYPE_UINT8 | FTN_TYPE_ARRAY)) {
+        snprintf(buf, sizeof(buf), "UINT8[%u]: %.*s", (unsigned)v->length, (int)v->length, (const char*)v->p);
+    } else {
+        switch (v->type->flags) {
+        case FTN_TYPE_INT64: snprintf(buf, sizeof(buf), "INT64: %lld", (long long)v->i64); break;
+        case FTN_TYPE_DOUBLE: snprintf(buf, sizeof(buf), "DOUBLE: %g", v->d); break;
+        case FTN_TYPE_STRING: snprintf(buf, sizeof(buf), "STRING: %s", v->cstr); break;
+        case FTN_TYPE_BOOL: snprintf(buf, sizeof(buf), "BOOL: %s", v->b ? "true" : "false"); break;
+        case FTN_TYPE_CUSTOM_OBJECT: snprintf(buf, sizeof(buf), "CUSTOM_OBJECT (opaque)"); break;
+        default: snprintf(buf, sizeof(buf), "type 0x%02x", (unsigned)v->type->flags); break;
+        }
+    }
+    FutoInArgs out = {0};
+    set_string(&out.arg0, buf);
+    bsi->api->success(bsi, &out);
+}
+
+/* () -> (INT64 2^60, DOUBLE 0.25, BOOL true, UINT8[] "C\0bytes"): C values seen by JS */
+EXPORT void c_values(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    static const FutoInType k_double = {FTN_TYPE_DOUBLE, NULL};
+    static const FutoInType k_bool = {FTN_TYPE_BOOL, NULL};
+    static const FutoInType k_bytes = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, NULL}; /* static data */
+    static const uint8_t bytes[] = {'C', 0, 'b', 'y', 't', 'e', 's'};
+    FutoInArgs out = {0};
+    set_int64(&out.arg0, (int64_t)1 << 60);
+    out.arg1.type = &k_double;
+    out.arg1.d = 0.25;
+    out.arg2.type = &k_bool;
+    out.arg2.b = true;
+    out.arg3.type = &k_bytes;
+    out.arg3.p = bytes;
+    out.arg3.length = sizeof(bytes);
+    bsi->api->success(bsi, &out);
+}
+
 /* a C error handler: recovers from any error with the value -1 */
 EXPORT void c_recover(FutoInAsyncSteps* bsi, void* data, const char* code)
 {

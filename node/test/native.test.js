@@ -1,0 +1,272 @@
+'use strict';
+
+// futoin-polyglot/native: C steps (FTN12 binary interface) in JS flows.
+// Not part of futoin-asyncsteps: registered only for futoin-polyglot.
+// The C library is compiled from the source below with the system compiler.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const { $as, IMPL, isPolyglot, runFlow, sub, T } = require('./helpers');
+
+const C_SOURCE = `
+#include <futoin/binarysteps.h>
+#include <stdint.h>
+#include <string.h>
+
+#define API __attribute__((visibility("default")))
+
+static const FutoInType k_int64 = {FTN_TYPE_INT64, NULL};
+static const FutoInType k_double = {FTN_TYPE_DOUBLE, NULL};
+static const FutoInType k_str = {FTN_TYPE_STRING, NULL};
+
+static int64_t int_arg(const FutoInBinaryValue* v, int* ok)
+{
+    *ok = 1;
+    if (v->type && v->type->flags == FTN_TYPE_INT64) return v->i64;
+    if (v->type && v->type->flags == FTN_TYPE_INT32) return v->i32;
+    if (v->type && v->type->flags == FTN_TYPE_DOUBLE) return (int64_t)v->d;
+    *ok = 0;
+    return 0;
+}
+
+/* (n) -> (2 * n) as INT64 */
+API void t_double(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    int ok;
+    int64_t x = int_arg(&args->arg0, &ok);
+    if (!ok) {
+        bsi->api->handle_error(bsi, "InvalidRequest", "t_double needs a number");
+        return;
+    }
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_int64;
+    out.arg0.i64 = 2 * x;
+    bsi->api->success(bsi, &out);
+}
+
+/* (string) -> (byte length as INT64, a static string, 0.5) */
+API void t_strinfo(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    if (!args->arg0.type || args->arg0.type->flags != FTN_TYPE_STRING) {
+        bsi->api->handle_error(bsi, "InvalidRequest", "t_strinfo needs a string");
+        return;
+    }
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_int64;
+    out.arg0.i64 = (int64_t)strlen(args->arg0.cstr);
+    out.arg1.type = &k_str;
+    out.arg1.cstr = "from C";
+    out.arg1.length = 6;
+    out.arg2.type = &k_double;
+    out.arg2.d = 0.5;
+    bsi->api->success(bsi, &out);
+}
+
+/* fails with CFail */
+API void t_fail(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->handle_error(bsi, "CFail", "failed in C");
+}
+
+/* error handler: recovers with ("C handled <code>") */
+static char g_msg[128];
+API void t_recover(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)data;
+    strcpy(g_msg, "C handled ");
+    strncat(g_msg, code, sizeof(g_msg) - 20);
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_str;
+    out.arg0.cstr = g_msg;
+    out.arg0.length = (uint32_t)strlen(g_msg);
+    bsi->api->success(bsi, &out);
+}
+
+/* () -> (data as INT64) */
+API void t_data(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_int64;
+    out.arg0.i64 = (int64_t)(intptr_t)data;
+    bsi->api->success(bsi, &out);
+}
+
+/* waits for a timer of the flow's scheduler, then succeeds with (7) */
+static void t_later_cb(void* p)
+{
+    FutoInAsyncSteps* bsi = p;
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_int64;
+    out.arg0.i64 = 7;
+    bsi->api->success(bsi, &out);
+}
+API void t_later(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->waitExternal(bsi);
+    bsi->api->sched_deferred(bsi, 2, bsi, t_later_cb);
+}
+`;
+
+const abiInclude = () => {
+    for (const dir of [path.join(IMPL, 'abi', 'include'), path.join(IMPL, '..', 'abi', 'include')]) {
+        if (fs.existsSync(path.join(dir, 'futoin', 'binarysteps.h'))) {
+            return dir;
+        }
+    }
+    throw new Error('FTN12 headers (abi/include) not found');
+};
+
+let lib = null;
+const buildLib = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'futoin-polyglot-test-'));
+    const src = path.join(dir, 'steps.c');
+    lib = path.join(dir, 'libteststeps.so');
+    fs.writeFileSync(src, C_SOURCE);
+    const cc = process.env.CC || 'cc';
+    const r = spawnSync(cc, ['-std=c11', '-shared', '-fPIC', '-O1', '-I', abiInclude(), '-o', lib, src],
+        { encoding: 'utf8' });
+    assert.strictEqual(r.status, 0, `${cc} failed: ${r.error || ''} ${r.stderr}`);
+};
+
+if (isPolyglot) {
+    const native = sub('/native');
+
+    test.before(buildLib);
+    test.after(() => {
+        if (lib) {
+            fs.rmSync(path.dirname(lib), { recursive: true, force: true });
+        }
+    });
+
+    test('a C step between JS steps: numbers in and out', T, async () => {
+        const r = await runFlow((as) => {
+            as.add((as) => as.success(21));
+            as.add(native.cstep(lib, 't_double'));
+            as.add((as, v) => as.success(v, typeof v));
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(r.args, [42, 'number']);
+    });
+
+    test('strings and several values from C', T, async () => {
+        const r = await runFlow((as) => {
+            as.add((as) => as.success('h\u00e9llo'));
+            as.add(native.cstep(lib, 't_strinfo'));
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(r.args, [6, 'from C', 0.5]);
+    });
+
+    test('a C error reaches the JS handler with its error_info', T, async () => {
+        const r = await runFlow((as) => {
+            as.add(native.cstep(lib, 't_fail'));
+            as.add((as) => as.success('not reached'));
+        });
+        assert.strictEqual(r.err, 'CFail');
+        assert.strictEqual(r.info, 'failed in C');
+        const r2 = await runFlow((as) => {
+            as.add((as) => as.success('not a number'));
+            as.add(native.cstep(lib, 't_double'));
+        });
+        assert.strictEqual(r2.err, 'InvalidRequest');
+    });
+
+    test('a C error handler recovers a C step', T, async () => {
+        const r = await runFlow((as) => {
+            as.add(native.cstep(lib, 't_fail', { onerror: 't_recover' }));
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(r.args, ['C handled CFail']);
+    });
+
+    test('a JS error handler catches a C error of a sub-step', T, async () => {
+        const r = await runFlow((as) => {
+            as.add(
+                (as) => {
+                    as.add(native.cstep(lib, 't_fail'));
+                },
+                (as, err) => as.success(`JS handled ${err}`),
+            );
+        });
+        assert.deepStrictEqual(r.args, ['JS handled CFail']);
+    });
+
+    test('cstep data option reaches the C callback', T, async () => {
+        const r = await runFlow((as) => {
+            as.add(native.cstep(lib, 't_data', { data: 1234n }));
+        });
+        assert.deepStrictEqual(r.args, [1234]);
+    });
+
+    test('a C step waiting for a timer of the scheduler', T, async () => {
+        const r = await runFlow((as) => {
+            as.add(native.cstep(lib, 't_later'));
+            as.add((as, v) => as.success(v + 1));
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(r.args, [8]);
+    });
+
+    test('C steps on a root, in parallel branches and in loops', T, async () => {
+        const root = $as();
+        const got = [];
+        root.add((as) => as.success(1));
+        root.add(native.cstep(lib, 't_double'));
+        root.add((as, v) => got.push(v));
+        root.add((as) => {
+            as.parallel()
+                .add(native.cstep(lib, 't_later'))
+                .add(native.cstep(lib, 't_data', { data: 5n }));
+        });
+        root.repeat(3, (as, i) => {
+            as.add((as) => as.success(i));
+            as.add(native.cstep(lib, 't_double'));
+            as.add((as, v) => got.push(v));
+        });
+        await root.promise();
+        assert.deepStrictEqual(got, [2, 0, 2, 4]);
+    });
+
+    test('binary(), isNative(), toolAddress() and wrap()', T, async () => {
+        let addr = null;
+        let native_ = null;
+        const r = await runFlow((as) => {
+            addr = native.binary(as);
+            native_ = native.isNative(addr);
+            const w = native.wrap(addr);
+            w.add((as) => as.success('through wrap'));
+        });
+        assert.strictEqual(typeof addr, 'bigint');
+        assert.notStrictEqual(addr, 0n);
+        assert.strictEqual(native_, true);
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(r.args, ['through wrap']);
+        assert.strictEqual(typeof native.toolAddress(), 'bigint');
+        assert.notStrictEqual(native.toolAddress(), 0n);
+        assert.strictEqual(typeof native.binary($as()), 'bigint');
+    });
+
+    test('native argument errors', () => {
+        assert.throws(() => native.cstep(lib, 'no_such_symbol'));
+        assert.throws(() => native.cstep(path.join(path.dirname(lib), 'missing.so'), 't_double'));
+        assert.throws(() => native.symbol(1, 2), TypeError);
+        assert.throws(() => native.binary({}), TypeError);
+        assert.throws(() => $as().add(native.cstep(lib, 't_double'), (as, err) => {}), TypeError);
+    });
+}
