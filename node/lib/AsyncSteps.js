@@ -835,10 +835,14 @@ const execStack = (root, fn, mode) => {
     if (mode !== MODE_STEP) {
         const mark = root._esLoop;
         if (mark !== undefined && mark.fn === fn) {
-            es.length = mark.len;
-        } else {
-            root._esLoop = { fn, len: es.length };
+            const len = mark.len;
+            if (es.length !== len + 1) {
+                es.length = len; // a costly call: only when the body added steps
+                es.push(fn);
+            }
+            return; // the body of the same loop again
         }
+        root._esLoop = { fn, len: es.length };
     } else if (es.length >= 1000) {
         es.splice(0, 500);
     }
