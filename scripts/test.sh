@@ -38,11 +38,37 @@ python3 scripts/extract_quickstart.py python > build/ci/quickstart.py
 test "$(cd /tmp && python3 "$root/build/ci/quickstart.py" | head -n1)" = "data:42"
 echo "README Python quickstart runs as written"
 
+echo "== Node package: npm install ./node, node --test, conformance-js"
+node_tmp=$(mktemp -d)
+( cd "$node_tmp" && npm init -y >/dev/null && FUTOIN_WERROR=1 npm install --no-audit --no-fund "$root/node" )
+( cd "$node_tmp" && node -e "require('futoin-polyglot')().add((as) => as.success(42)).promise().then((v) => { if (v !== 42) process.exit(1); })" )
+( cd "$root/node" && node --test test/ )
+if [ -f conformance/node/runner.js ]; then
+  bash conformance/node/build.sh "$root/build/ci" >/dev/null
+  ( cd "$node_tmp" && node "$root/conformance/node/runner.js" \
+      --ftnconf "$root/build/ci/conformance/libftnconf.so" "$root/conformance/scenarios" ) > build/ci/conformance-js.log \
+    || { cat build/ci/conformance-js.log; exit 1; }
+  grep -v '^pass' build/ci/conformance-js.log || true
+fi
+if [ -f node/examples/run-all.sh ]; then
+  bash node/examples/run-all.sh
+fi
+
 echo "== ASan + UBSan"
 cmake -S . -B build/asan -G Ninja -DFUTOIN_WERROR=ON -DFUTOIN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
   -DFUTOIN_BUILD_BENCH=OFF >/dev/null
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+echo "== Node addon under ASan + UBSan"
+node_inc=$(node -p "require('path').join(require('path').dirname(process.execPath), '..', 'include', 'node')")
+cmake -S node -B build/node-asan -G Ninja -DNODE_INCLUDE_DIR="$node_inc" -DCMAKE_BUILD_TYPE=Debug -DFUTOIN_WERROR=ON \
+  "-DCMAKE_C_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" >/dev/null
+cmake --build build/node-asan -j "$jobs"
+( cd node && FUTOIN_POLYGLOT_ADDON="$root/build/node-asan/futoin_polyglot.node" \
+    LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    node --test test/ )
 
 echo "== all tests passed"

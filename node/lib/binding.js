@@ -6,9 +6,12 @@
 
 const path = require('path');
 
+// FUTOIN_POLYGLOT_ADDON: another build of the addon (a sanitizer build)
+const file = process.env.FUTOIN_POLYGLOT_ADDON || path.join(__dirname, '..', 'build', 'futoin_polyglot.node');
+
 let binding;
 try {
-    binding = require(path.join(__dirname, '..', 'build', 'futoin_polyglot.node'));
+    binding = require(file);
 } catch (e) {
     e.message = `futoin-polyglot: the native addon is not built (run "npm run build" in ${
         path.join(__dirname, '..')}): ${e.message}`;
