@@ -970,6 +970,23 @@ static napi_value n_test_reset(napi_env env, napi_callback_info info)
     return NULL;
 }
 
+/* stats() -> {slots, live}: handle table size and handles in use */
+static napi_value n_stats(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    uint32_t live = 0;
+    for (uint32_t s = 1; s < e->nslots; ++s) {
+        live += e->slots[s].kind != HK_FREE;
+    }
+    napi_value o, v;
+    NAPI_OK(napi_create_object(env, &o));
+    napi_create_uint32(env, e->nslots, &v);
+    napi_set_named_property(env, o, "slots", v);
+    napi_create_uint32(env, live, &v);
+    napi_set_named_property(env, o, "live", v);
+    return o;
+}
+
 napi_status js_steps_register(napi_env env, napi_value exports)
 {
     static const struct
@@ -980,6 +997,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"rootNew", n_root_new},
             {"rootFree", n_root_free},
             {"flush", n_flush},
+            {"stats", n_stats},
             {"drainSpill", n_drain_spill},
             {"add", n_add},
             {"parallel", n_parallel},

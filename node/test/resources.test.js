@@ -1,0 +1,82 @@
+'use strict';
+
+// Regression guard for leaks of callback indices and step handles: after a
+// warm-up, thousands more flows of every kind leave the registry and the
+// handle table where they were.
+const test = require('node:test');
+const assert = require('node:assert');
+const $as = require('..');
+const N = require('../lib/binding');
+const reg = require('../lib/registry');
+
+const runFlow = (i) => {
+    const as = $as();
+    as.add((as) => {
+        as.add((as) => as.success(i, { i }), (as, err) => as.success());
+        if (i % 3 === 0) {
+            as.add((as) => as.error('Planned', 'info'));
+        }
+        as.add((as) => {}, (as, err) => as.success());
+    });
+    as.add((as) => {
+        const p = as.parallel();
+        p.add((as) => as.repeat(3, (as, n) => {
+            if (n === 1) {
+                as.continue();
+            }
+        }));
+        p.add((as) => as.loop((as) => as.break()));
+    });
+    as.add((as) => {
+        as.waitExternal();
+        as.setCancel((as) => {});
+        if (i % 5 === 0) {
+            as.setTimeout(1);
+        } else {
+            setImmediate(() => as.success());
+        }
+    }, (as, err) => as.success());
+    // every third flow ends with its unhandled 'Planned' error
+    return as.promise().catch((e) => assert.strictEqual(e.message, 'Planned'));
+};
+
+const runMany = async (n, from) => {
+    const batch = [];
+    for (let i = 0; i < n; ++i) {
+        batch.push(runFlow(from + i));
+        if (batch.length === 50) {
+            await Promise.all(batch.splice(0));
+        }
+    }
+    await Promise.all(batch);
+};
+
+test('flows of every kind do not grow the callback registry or the handle table', async () => {
+    await runMany(500, 0);
+    reg.allocK(); // releases what C gave back
+    const before = { fns: reg.FNS.length, slots: N.stats().slots };
+    await runMany(3000, 500);
+    reg.allocK();
+    const after = { fns: reg.FNS.length, slots: N.stats().slots };
+    assert.ok(after.fns <= before.fns + 64, `callback registry grew: ${before.fns} -> ${after.fns}`);
+    assert.ok(after.slots <= before.slots + 64, `handle table grew: ${before.slots} -> ${after.slots}`);
+    assert.ok(N.stats().live < 16, `handles still in use: ${N.stats().live}`);
+});
+
+test('a cancelled flow gives its handles back', async () => {
+    const base = N.stats().live;
+    const roots = [];
+    for (let i = 0; i < 100; ++i) {
+        const as = $as();
+        as.add((as) => {
+            as.waitExternal();
+        });
+        as.execute();
+        roots.push(as);
+    }
+    assert.ok(N.stats().live >= base + 100);
+    for (const as of roots) {
+        as.cancel();
+    }
+    assert.strictEqual(N.stats().live, base);
+});
