@@ -162,7 +162,7 @@ declare namespace $as {
     interface ParallelStep {
         add(func: ExecFunc, onerror?: ErrorFunc | null): this;
         add(step: CStep): this;
-        /** Raise an error in the step owning the parallel() (futoin-polyglot extra). Throws. */
+        /** Set state.error_info and state.last_exception, then throw (futoin-polyglot extra). */
         error(name: string, error_info?: string): never;
         isAsyncSteps(): boolean;
     }

@@ -42,9 +42,9 @@ export function symbol(library: string, name: string): bigint;
 
 /**
  * The FutoInAsyncSteps* of a root AsyncSteps, a step interface (valid while
- * the step is active) or a parallel object. A root's address stays valid
- * until the root is collected or re-used after it finished (a finished root
- * starts over with a new C root on its next add()).
+ * the step is active) or a parallel object. For a root, its C root is made
+ * at once with the steps added so far; later root-level calls go to it at
+ * once too, so steps added by C and by JS keep their order.
  */
 export function binary(as: $as.AsyncSteps | $as.AsyncStepProtector | $as.ParallelStep): bigint;
 
