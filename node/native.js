@@ -10,6 +10,8 @@
 
 const N = require('./lib/binding');
 const AsyncSteps = require('./lib/AsyncSteps');
+const AsyncToolTest = require('./lib/AsyncToolTest');
+const reg = require('./lib/registry');
 
 /**
  * A C step: an FTN12 execute callback (and optional error callback) from a
@@ -83,6 +85,11 @@ const wrap = (addr) => {
     const w = new WrappedSteps();
     w._h = N.wrap(w, address(addr, 'wrap()'));
     w._foreign = true; // every call goes to the wrapped flow at once
+    if (reg.SH[3] === 1) {
+        // a flow of the AsyncToolTest scheduler: newInstance() stays on it
+        w._test = true;
+        w._async_tool = AsyncToolTest;
+    }
     return w;
 };
 

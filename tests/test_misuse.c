@@ -59,7 +59,7 @@ static void success_after_add(void** s)
 {
     (void)s;
     run_misuse(m_success_after_add);
-    assert_trace("InternalError:success() after add()|unhandled:InternalError:success() after add()");
+    assert_trace("InternalError:Invalid success() call|unhandled:InternalError:Invalid success() call");
 }
 
 static void success_twice(void** s)

@@ -368,11 +368,12 @@ static void run_one_runs_exactly_one_event(void** state)
     assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
     assert_trace("i1|i2|t50");
     assert_int_equal(futoin_tool_now(g_fx.tool), 50);
-    /* the immediate it posted comes before the timer due at the same time */
+    /* a timer already due comes before the immediate the first one posted,
+     * as in iterate() */
     assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
-    assert_trace("i1|i2|t50|posted");
+    assert_trace("i1|i2|t50|t50b@50");
     assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
-    assert_trace("i1|i2|t50|posted|t50b@50");
+    assert_trace("i1|i2|t50|t50b@50|posted");
     assert_int_equal(futoin_tool_run_one(g_fx.tool), 0);
 }
 

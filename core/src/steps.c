@@ -837,7 +837,7 @@ void feng_success(fstep* s, FutoInArgs* args)
             if (args) {
                 fargs_reset(args);
             }
-            feng_misuse(s, "success() after add()");
+            feng_misuse(s, "Invalid success() call");
             return;
         }
         break;

@@ -450,7 +450,17 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
     }
     ftool_drain_posts(t);
     int ran = 0;
-    ftask* task = ftool_task_pop(t);
+    /* the order of iterate(): a due timer first, then the oldest immediate,
+     * else (virtual time) the clock moves to the next timer */
+    ftimer* tm = t->heap_len ? t->heap[0] : NULL;
+    if (tm && tm->deadline > ftool_now(t)) {
+        tm = NULL;
+    }
+    ftask* task = tm ? NULL : ftool_task_pop(t);
+    if (!tm && !task && t->heap_len && t->virtual_time) {
+        tm = t->heap[0];
+        t->vnow = tm->deadline;
+    }
     if (task) {
         if (task->pooled) {
             void (*cb)(void*) = task->cb;
@@ -462,19 +472,13 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
             task->cb(task->data);
         }
         ran = 1;
-    } else if (t->heap_len) {
-        ftimer* tm = t->heap[0];
-        if (t->virtual_time && tm->deadline > t->vnow) {
-            t->vnow = tm->deadline;
-        }
-        if (tm->deadline <= ftool_now(t)) {
-            heap_remove(t, tm);
-            void (*cb)(void*) = tm->cb;
-            void* data = tm->data;
-            ftimer_release(t, tm);
-            cb(data);
-            ran = 1;
-        }
+    } else if (tm) {
+        heap_remove(t, tm);
+        void (*cb)(void*) = tm->cb;
+        void* data = tm->data;
+        ftimer_release(t, tm);
+        cb(data);
+        ran = 1;
     }
     t->running = 0;
     int64_t d = futoin_tool_next_delay(t);

@@ -112,7 +112,7 @@ const raise = (root, h, name, error_info) => {
     if (h === CUR) {
         deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
     } else {
-        root._jsErr = true;
+        root._jsErr = name;
         N.error(h, name, infoArg(error_info));
     }
     throw e;
@@ -167,16 +167,17 @@ const awaitImpl = (asi, root, promise, onerror) => {
     let complete = null;
     const fail = (as, reason) => {
         const state = root.state;
-        root._jsErr = true;
         if (reason instanceof Error) {
             state.last_exception = reason;
             state.error_info = undefined;
+            root._jsErr = 'PromiseReject';
             N.error(as._h, 'PromiseReject', undefined);
         } else {
-            const err = reason || 'PromiseReject';
+            const err = String(reason || 'PromiseReject');
             state.last_exception = new Error(err);
             state.error_info = undefined;
-            N.error(as._h, String(err), undefined);
+            root._jsErr = err;
+            N.error(as._h, err, undefined);
         }
     };
     promise.then(
@@ -510,7 +511,7 @@ class AsyncSteps {
         this._running = false;
         this._h = undefined;
         this._raised = null;
-        this._jsErr = false;
+        this._jsErr = null;
         this._reject = null;
         this._async_tool = async_tool;
         this._test = async_tool === AsyncToolTest;
@@ -527,6 +528,9 @@ class AsyncSteps {
 
     /* a C root now (binary(), sync objects, loops, C steps before execute()) */
     _materialize() {
+        if (this._h !== undefined && !this._running && !this._foreign) {
+            reg.drainFin(); // a finished run leaves a handle that is gone
+        }
         if (this._h === undefined) {
             this._h = N.rootNew(this._test);
             cleanup.register(this, this._h, this);
@@ -628,6 +632,7 @@ class AsyncSteps {
             return this;
         }
         this._es = undefined;
+        this._jsErr = null;
         if (this._foreign) {
             N.execute(this._h, false, this);
             return this;
@@ -777,6 +782,7 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
     const prevRoot = CUR_ROOT;
     CUR = h;
     CUR_ROOT = root;
+    root._jsErr = null; // a step runs: any earlier error was handled
     if (!isProduction) {
         execStack(root, fn, code & 24);
     }
@@ -811,7 +817,7 @@ const onThrow = (root, as, e) => {
         root._raised = null;
         const kind = root._raiseKind;
         if (kind === RAISE_ERROR) {
-            root._jsErr = true;
+            root._jsErr = root._raiseCode;
             N.error(as._h, root._raiseCode, root._raiseInfo);
         } else if (kind === RAISE_BREAK) {
             N.break(as._h, root._raiseCode);
@@ -821,8 +827,21 @@ const onThrow = (root, as, e) => {
         return;
     }
     root.state.last_exception = e;
-    root._jsErr = true;
-    N.error(as._h, errorCode(e), undefined);
+    const code = errorCode(e);
+    root._jsErr = code;
+    N.error(as._h, code, undefined);
+};
+
+/* the error is the one JS raised (its state is set already), or else one of
+ * C (a C step, Timeout, a misuse): then the state is set as futoin-asyncsteps'
+ * error() would */
+const syncErrorState = (root, code, info) => {
+    const state = root.state;
+    if (root._jsErr !== code) {
+        state.error_info = info;
+        state.last_exception = new Error(code);
+    }
+    root._jsErr = code; // handlers further out see the same error
 };
 
 /* state.async_stack: the step functions run so far (a loop body restarts
@@ -853,12 +872,7 @@ const onError = (r, h, k, code, info) => {
     const root = rootOf(r);
     const fn = FNS[k];
     const state = root.state;
-    if (root._jsErr) {
-        root._jsErr = false;
-    } else {
-        state.error_info = info;
-        state.last_exception = new Error(code);
-    }
+    syncErrorState(root, code, info);
     if (!isProduction) {
         const es = root._es || (root._es = []);
         es.push(fn);
@@ -894,8 +908,11 @@ const onCancel = (r, h, k) => {
 };
 
 /* the flow ended with an unhandled error */
-const onFinish = (r, code) => {
+const onFinish = (r, code, info) => {
     const root = rootOf(r);
+    if (root) {
+        syncErrorState(root, code, info);
+    }
     const reject = root && root._reject;
     if (reject) {
         root._reject = null;

@@ -109,6 +109,7 @@ static napi_value n_wrap(napi_env env, napi_callback_info info)
         free(r);
         return js_throw_error(env, "InternalError", "cannot wrap");
     }
+    e->sh[SH_RET] = r->tool && r->tool == e->test_tool; /* on the AsyncToolTest tool */
     NAPI_OK(jh_new_id(e, r->slot, &out));
     return out;
 }

@@ -366,16 +366,21 @@ static void tr_finish(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 
 static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
 {
-    (void)bsi;
     jroot* r = data;
     jsenv* e = tl_env;
     napi_env env = e->env;
     napi_handle_scope hs;
     if (r->running && napi_open_handle_scope(env, &hs) == napi_ok) {
-        napi_value argv[2];
+        napi_value argv[3];
         if (root_arg(e, r, &argv[0]) == 0) {
+            const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
             napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &argv[1]);
-            call_js(e, e->f_finish, NULL, 2, argv);
+            if (info && *info) {
+                napi_create_string_utf8(env, info, NAPI_AUTO_LENGTH, &argv[2]);
+            } else {
+                napi_get_undefined(env, &argv[2]);
+            }
+            call_js(e, e->f_finish, NULL, 3, argv);
         }
         napi_close_handle_scope(env, hs);
     }

@@ -61,6 +61,7 @@ static int has_replacement_char(const char* s, size_t n)
 static const FutoInType k_num_int = {FTN_TYPE_INT64, NULL};  /* a JS Number */
 static const FutoInType k_num_dbl = {FTN_TYPE_DOUBLE, NULL}; /* a JS Number */
 static const FutoInType k_bigint = {FTN_TYPE_INT64, NULL};   /* a JS BigInt */
+static const FutoInType k_biguint = {FTN_TYPE_UINT64, NULL};  /* a JS BigInt >= 2^63 */
 static const FutoInType k_boolean = {FTN_TYPE_BOOL, NULL};
 static const FutoInType k_str = {FTN_TYPE_STRING, cleanup_free};
 static const FutoInType k_null = {FTN_TYPE_CUSTOM_OBJECT, NULL};
@@ -165,6 +166,12 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
             out->i64 = x;
             return 0;
         }
+        uint64_t u;
+        if (napi_get_value_bigint_uint64(env, v, &u, &lossless) == napi_ok && lossless) {
+            out->type = &k_biguint;
+            out->u64 = u;
+            return 0;
+        }
         return box(env, v, out);
     }
     case napi_object: {
@@ -224,6 +231,36 @@ static napi_value from_int64(napi_env env, int64_t x)
     return r;
 }
 
+/* UTF-32 -> a JS (UTF-16) string; invalid code points become U+FFFD */
+static napi_value from_utf32(napi_env env, const char32_t* s, uint32_t n)
+{
+    napi_value r = NULL;
+    char16_t small[256] = {0};
+    char16_t* buf = n <= 128 ? small : malloc((size_t)n * 2 * sizeof(char16_t));
+    if (!buf) {
+        return NULL;
+    }
+    size_t m = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        uint32_t c = (uint32_t)s[i];
+        if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
+            c = 0xFFFD;
+        }
+        if (c >= 0x10000) {
+            c -= 0x10000;
+            buf[m++] = (char16_t)(0xD800 + (c >> 10));
+            buf[m++] = (char16_t)(0xDC00 + (c & 0x3FF));
+        } else {
+            buf[m++] = (char16_t)c;
+        }
+    }
+    napi_create_string_utf16(env, buf, m, &r);
+    if (buf != small) {
+        free(buf);
+    }
+    return r;
+}
+
 napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
 {
     const FutoInType* t = v->type;
@@ -258,6 +295,10 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
         napi_create_bigint_int64(env, v->i64, &r);
         return r;
     }
+    if (t == &k_biguint) {
+        napi_create_bigint_uint64(env, v->u64, &r);
+        return r;
+    }
     if (t == &k_num_int) {
         napi_create_double(env, (double)v->i64, &r);
         return r;
@@ -279,6 +320,22 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
         case FTN_TYPE_UINT64: return typed_copy(env, napi_biguint64_array, 8, v);
         case FTN_TYPE_FLOAT: return typed_copy(env, napi_float32_array, 4, v);
         case FTN_TYPE_DOUBLE: return typed_copy(env, napi_float64_array, 8, v);
+        case FTN_TYPE_BOOL: {
+            if (napi_create_array_with_length(env, v->length, &r) != napi_ok) {
+                return NULL;
+            }
+            const bool* b = v->p;
+            for (uint32_t j = 0; b && j < v->length; ++j) {
+                napi_value x;
+                napi_get_boolean(env, b[j], &x);
+                napi_set_element(env, r, j, x);
+            }
+            return r;
+        }
+        case FTN_TYPE_STRING:
+        case FTN_TYPE_STRING16:
+        case FTN_TYPE_STRING32:
+            break; /* arrays of strings: not a binary form JS has */
         default: break;
         }
         napi_get_null(env, &r);
@@ -292,6 +349,7 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
         napi_create_string_utf16(env, (const char16_t*)(v->cstr16 ? (const void*)v->cstr16 : u""),
                                  v->cstr16 ? v->length : 0, &r);
         return r;
+    case FTN_TYPE_STRING32: return from_utf32(env, v->cstr32, v->cstr32 ? v->length : 0);
     case FTN_TYPE_BOOL: napi_get_boolean(env, v->b, &r); return r;
     case FTN_TYPE_INT8: napi_create_int32(env, v->i8, &r); return r;
     case FTN_TYPE_INT16: napi_create_int32(env, v->i16, &r); return r;
