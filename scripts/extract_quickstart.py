@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Print the first ```c (default) or ```python block of README.md, so tests
-run exactly what the README shows: extract_quickstart.py [c|python]"""
+"""Print the first ```c (default), ```python or ```js block of README.md,
+so tests run exactly what the README shows: extract_quickstart.py [c|python|js]"""
 import pathlib
 import re
 import sys

@@ -43,16 +43,15 @@ node_tmp=$(mktemp -d)
 ( cd "$node_tmp" && npm init -y >/dev/null && FUTOIN_WERROR=1 npm install --no-audit --no-fund "$root/node" )
 ( cd "$node_tmp" && node -e "require('futoin-polyglot')().add((as) => as.success(42)).promise().then((v) => { if (v !== 42) process.exit(1); })" )
 ( cd "$root/node" && node --test test/ )
-if [ -f conformance/node/runner.js ]; then
-  bash conformance/node/build.sh "$root/build/ci" >/dev/null
-  ( cd "$node_tmp" && node "$root/conformance/node/runner.js" \
-      --ftnconf "$root/build/ci/conformance/libftnconf.so" "$root/conformance/scenarios" ) > build/ci/conformance-js.log \
-    || { cat build/ci/conformance-js.log; exit 1; }
-  grep -v '^pass' build/ci/conformance-js.log || true
-fi
-if [ -f node/examples/run-all.sh ]; then
-  bash node/examples/run-all.sh
-fi
+sh conformance/node/build.sh "$root/build/ci" >/dev/null
+( cd "$node_tmp" && node "$root/conformance/node/runner.js" \
+    --ftnconf "$root/build/ci/conformance/libftnconf.so" "$root/conformance/scenarios" ) > build/ci/conformance-js.log \
+  || { cat build/ci/conformance-js.log; exit 1; }
+grep -v '^pass' build/ci/conformance-js.log || true
+bash node/examples/run-all.sh
+python3 scripts/extract_quickstart.py js > "$node_tmp/quickstart.js"
+test "$(cd "$node_tmp" && node quickstart.js | tr '\n' '|')" = "data:42|handled MyError handled below|"
+echo "README Node quickstart runs as written"
 
 echo "== ASan + UBSan"
 cmake -S . -B build/asan -G Ninja -DFUTOIN_WERROR=ON -DFUTOIN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
