@@ -168,7 +168,7 @@ def test_success_after_add(virtual_tool):
         as_.add(noop)
         as_.success(1)
 
-    assert "add" in internal_error_of(virtual_tool, step)
+    assert internal_error_of(virtual_tool, step) == "Invalid success() call"
 
 
 def test_add_after_success(virtual_tool):
