@@ -63,6 +63,7 @@ struct jroot
     uint8_t running;  /* executed and not finished */
     uint8_t test;     /* on the AsyncToolTest tool */
     uint8_t foreign;  /* made by wrap() */
+    jroot* next_free;
 };
 
 /* a JS callback of a step: its index in the JS registry (lib/registry.js) */
@@ -119,6 +120,8 @@ struct jsenv
     napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_sync;
     int32_t* sh; /* the shared Int32Array (SH_*) */
     napi_ref sh_ref;
+    jroot* free_roots; /* finished roots kept for reuse */
+    uint32_t nfree_roots;
     uint32_t* spill;
     uint32_t nspill, capspill;
     hslot* slots;
@@ -128,6 +131,7 @@ struct jsenv
         napi_handle_scope scope;
         uint32_t uses;
         int ok;
+        napi_value f_step, undef; /* fetched once per scope */
     } lz; /* one handle scope shared by a run of dispatches */
     uint32_t js_depth; /* calls from JS in progress */
     int production;    /* NODE_ENV=production: no sanity checks */
@@ -150,6 +154,8 @@ static inline void lz_enter(jsenv* e, jlazy* saved)
     e->lz.scope = NULL;
     e->lz.uses = 0;
     e->lz.ok = 1;
+    e->lz.f_step = NULL;
+    e->lz.undef = NULL;
 }
 
 static inline void lz_leave(jsenv* e, const jlazy* saved)

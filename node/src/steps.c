@@ -121,8 +121,17 @@ static int32_t call_js(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, size_t argc
 {
     napi_env env = e->env;
     napi_value f, undef, ret;
-    napi_get_reference_value(env, fn, &f);
-    napi_get_undefined(env, &undef);
+    if (fn == e->f_step && e->lz.scope && e->lz.f_step) {
+        f = e->lz.f_step; /* values of the shared scope stay valid in it */
+        undef = e->lz.undef;
+    } else {
+        napi_get_reference_value(env, fn, &f);
+        napi_get_undefined(env, &undef);
+        if (fn == e->f_step && e->lz.scope) {
+            e->lz.f_step = f;
+            e->lz.undef = undef;
+        }
+    }
     ++e->js_depth;
     napi_status st = napi_call_function(env, undef, f, argc, argv, &ret);
     --e->js_depth;
@@ -189,10 +198,13 @@ static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs
             bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "no JS handle scope");
             return;
         }
-    } else if (!e->lz.scope && napi_open_handle_scope(env, &e->lz.scope) != napi_ok) {
-        e->lz.scope = NULL;
-        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "no JS handle scope");
-        return;
+    } else if (!e->lz.scope) {
+        if (napi_open_handle_scope(env, &e->lz.scope) != napi_ok) {
+            e->lz.scope = NULL;
+            bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "no JS handle scope");
+            return;
+        }
+        e->lz.f_step = NULL;
     }
     napi_value argv[7];
     int n = 0;
@@ -223,6 +235,7 @@ static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs
         napi_close_handle_scope(env, e->lz.scope);
         e->lz.scope = NULL;
         e->lz.uses = 0;
+        e->lz.f_step = NULL;
     }
 }
 
@@ -304,14 +317,29 @@ static void root_strong(jroot* r, int on)
  * flow being torn down still read it */
 static void root_release(void* p)
 {
-    free(*(jroot**)p);
+    jroot* r = *(jroot**)p;
+    jsenv* e = r->e;
+    if (e->nfree_roots < 256) {
+        r->next_free = e->free_roots; /* kept for the next flow */
+        e->free_roots = r;
+        ++e->nfree_roots;
+    } else {
+        free(r);
+    }
 }
 
 static jroot* root_new(jsenv* e, int test)
 {
-    jroot* r = calloc(1, sizeof(jroot));
-    if (!r) {
-        return NULL;
+    jroot* r = e->free_roots;
+    if (r) {
+        e->free_roots = r->next_free;
+        --e->nfree_roots;
+        memset(r, 0, sizeof(*r));
+    } else {
+        r = calloc(1, sizeof(jroot));
+        if (!r) {
+            return NULL;
+        }
     }
     r->e = e;
     r->test = (uint8_t)test;
