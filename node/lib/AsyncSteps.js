@@ -185,6 +185,11 @@ const awaitImpl = (asi, root, promise, onerror) => {
             if (step_as) {
                 if (N.valid(step_as._h)) {
                     N.success(step_as._h, 1, result);
+                    if (!root._test) {
+                        // the flow goes on in this microtask, as
+                        // futoin-asyncsteps' await does, not a loop turn later
+                        N.runNow();
+                    }
                 }
             } else if (step_as === undefined) {
                 complete = (as) => {

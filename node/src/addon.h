@@ -185,6 +185,7 @@ void jv_init_types(void);
 /* the driver (driver.c) */
 int jd_init(jsenv* e);
 void jd_close(jsenv* e);
+napi_value jd_run_now(napi_env env, napi_callback_info info);
 
 /* errors */
 napi_value js_throw_type(napi_env env, const char* msg);

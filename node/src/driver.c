@@ -35,6 +35,25 @@ static void run_iterate(jsenv* e)
     napi_close_handle_scope(env, hs);
 }
 
+/* runNow(): a turn of the scheduler from JS (a promise settled); nothing
+ * when called from inside the scheduler's own callbacks */
+napi_value jd_run_now(napi_env env, napi_callback_info info)
+{
+    (void)info;
+    jsenv* e = tl_env;
+    if (e->sh[SH_OPS_N]) {
+        js_flush_ops(e);
+    }
+    jlazy lz;
+    lz_enter(e, &lz);
+    e->turn_steps = 0;
+    for (int round = 0; round < 100 && futoin_tool_iterate(e->tool, 0) == 0 && e->turn_steps < 100; ++round) {
+    }
+    lz_leave(e, &lz);
+    (void)env;
+    return NULL;
+}
+
 static void on_check(uv_check_t* h)
 {
     run_iterate(h->data);
