@@ -439,6 +439,20 @@ void futoin_tool_set_hooks(FutoInAsyncTool* t, const FutoInLoopHooks* hooks)
     }
 }
 
+/* a pooled task goes back to the pool before its callback, which may post */
+static inline void task_run(FutoInAsyncTool* t, ftask* task)
+{
+    if (task->pooled) {
+        void (*cb)(void*) = task->cb;
+        void* data = task->data;
+        ++task->gen;
+        fpool_put(&t->task_pool, task);
+        cb(data);
+    } else {
+        task->cb(task->data);
+    }
+}
+
 int futoin_tool_run_one(FutoInAsyncTool* t)
 {
     if (!t || t->running) {
@@ -462,15 +476,7 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         t->vnow = tm->deadline;
     }
     if (task) {
-        if (task->pooled) {
-            void (*cb)(void*) = task->cb;
-            void* data = task->data;
-            ++task->gen;
-            fpool_put(&t->task_pool, task);
-            cb(data);
-        } else {
-            task->cb(task->data);
-        }
+        task_run(t, task);
         ran = 1;
     } else if (tm) {
         heap_remove(t, tm);
@@ -514,15 +520,7 @@ int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
         if (!task) {
             break;
         }
-        if (task->pooled) {
-            void (*cb)(void*) = task->cb;
-            void* data = task->data;
-            ++task->gen;
-            fpool_put(&t->task_pool, task);
-            cb(data);
-        } else {
-            task->cb(task->data);
-        }
+        task_run(t, task);
     }
     t->running = 0;
     int64_t d = futoin_tool_next_delay(t);

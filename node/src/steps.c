@@ -552,22 +552,35 @@ static napi_value n_drain_spill(napi_env env, napi_callback_info info)
     return arr;
 }
 
-/* add(h, k, hasOnerror) */
-static napi_value n_add(napi_env env, napi_callback_info info)
+/* the target of an adding call and a callback record on it for index k;
+ * NULL after throwing */
+static jfrag* frag_for(napi_env env, jsenv* e, napi_value hv, napi_value kv, FutoInAsyncSteps** bsi,
+                       const char* what)
 {
-    GET_ARGS(3);
-    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
+    hslot* h = handle_or_throw(env, e, hv, KINDS_ADD);
     if (!h) {
         return NULL;
     }
     jroot* r = h->root;
-    FutoInAsyncSteps* bsi = target_of(env, h);
-    if (!bsi) {
+    *bsi = target_of(env, h);
+    if (!*bsi) {
         return NULL;
     }
-    jfrag* f = jr_frag(bsi, r, k_arg(env, argv[1]));
+    jfrag* f = jr_frag(*bsi, r, k_arg(env, kv));
     if (!f) {
-        return js_throw_error(env, "InternalError", "add() on a completed step");
+        js_throw_error(env, "InternalError", what);
+    }
+    return f;
+}
+
+/* add(h, k, hasOnerror) */
+static napi_value n_add(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(3);
+    FutoInAsyncSteps* bsi;
+    jfrag* f = frag_for(env, e, argv[0], argv[1], &bsi, "add() on a completed step");
+    if (!f) {
+        return NULL;
     }
     bsi->api->add(bsi, f, tr_step, bool_arg(env, argv[2]) ? tr_error : NULL);
     return NULL;
@@ -577,19 +590,12 @@ static napi_value n_add(napi_env env, napi_callback_info info)
 static napi_value n_parallel(napi_env env, napi_callback_info info)
 {
     GET_ARGS(3);
-    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
-    if (!h) {
-        return NULL;
-    }
-    jroot* r = h->root;
-    FutoInAsyncSteps* bsi = target_of(env, h);
-    if (!bsi) {
-        return NULL;
-    }
-    jfrag* f = jr_frag(bsi, r, k_arg(env, argv[1]));
+    FutoInAsyncSteps* bsi;
+    jfrag* f = frag_for(env, e, argv[0], argv[1], &bsi, "parallel() on a completed step");
     if (!f) {
-        return js_throw_error(env, "InternalError", "parallel() on a completed step");
+        return NULL;
     }
+    jroot* r = f->root;
     FutoInAsyncSteps* p = bsi->api->parallel(bsi, f, bool_arg(env, argv[2]) ? tr_error : NULL);
     if (!p) {
         return js_throw_error(env, "InternalError", "parallel() was refused");
@@ -695,17 +701,10 @@ static napi_value n_wait_external(napi_env env, napi_callback_info info)
 static napi_value n_loop(napi_env env, napi_callback_info info)
 {
     GET_ARGS(3);
-    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
-    if (!h) {
-        return NULL;
-    }
-    FutoInAsyncSteps* bsi = target_of(env, h);
-    if (!bsi) {
-        return NULL;
-    }
-    jfrag* f = jr_frag(bsi, h->root, k_arg(env, argv[1]));
+    FutoInAsyncSteps* bsi;
+    jfrag* f = frag_for(env, e, argv[0], argv[1], &bsi, "loop() on a completed step");
     if (!f) {
-        return js_throw_error(env, "InternalError", "loop() on a completed step");
+        return NULL;
     }
     char* label = js_strdup(env, argv[2]);
     bsi->api->loop(bsi, f, tr_loop, label);
@@ -716,22 +715,15 @@ static napi_value n_loop(napi_env env, napi_callback_info info)
 static napi_value n_repeat(napi_env env, napi_callback_info info)
 {
     GET_ARGS(4);
-    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
-    if (!h) {
-        return NULL;
-    }
     double count = 0;
     napi_get_value_double(env, argv[2], &count);
     if (!(count > 0)) {
         count = 0;
     }
-    FutoInAsyncSteps* bsi = target_of(env, h);
-    if (!bsi) {
-        return NULL;
-    }
-    jfrag* f = jr_frag(bsi, h->root, k_arg(env, argv[1]));
+    FutoInAsyncSteps* bsi;
+    jfrag* f = frag_for(env, e, argv[0], argv[1], &bsi, "repeat() on a completed step");
     if (!f) {
-        return js_throw_error(env, "InternalError", "repeat() on a completed step");
+        return NULL;
     }
     char* label = js_strdup(env, argv[3]);
     bsi->api->repeat(bsi, f, (size_t)count, tr_repeat, label);
@@ -867,21 +859,14 @@ static napi_value n_cancel(napi_env env, napi_callback_info info)
 static napi_value n_sync(napi_env env, napi_callback_info info)
 {
     GET_ARGS(4);
-    hslot* h = handle_or_throw(env, e, argv[0], KINDS_ADD);
-    if (!h) {
-        return NULL;
-    }
     FutoInSync* s = js_sync_of(env, argv[1]);
     if (!s) {
         return js_throw_type(env, "sync object expected");
     }
-    FutoInAsyncSteps* bsi = target_of(env, h);
-    if (!bsi) {
-        return NULL;
-    }
-    jfrag* f = jr_frag(bsi, h->root, k_arg(env, argv[2]));
+    FutoInAsyncSteps* bsi;
+    jfrag* f = frag_for(env, e, argv[0], argv[2], &bsi, "sync() on a completed step");
     if (!f) {
-        return js_throw_error(env, "InternalError", "sync() on a completed step");
+        return NULL;
     }
     bsi->api->addSync(bsi, s, f, tr_step, bool_arg(env, argv[3]) ? tr_error : NULL);
     return NULL;
