@@ -68,3 +68,20 @@ export function toolAddress(test?: boolean): bigint;
 export class WrappedSteps extends $as.AsyncSteps {
     private constructor();
 }
+
+/** A JS sync object in the FTN12 binary protocol, for syncAdapter(). */
+export interface BinarySync {
+    /** Return to hold the lock; or as.waitExternal() and as.success() later; as.error() rejects. */
+    lock(as: $as.AsyncStepProtector): void;
+    /** The protected step ended. */
+    unlock(as: $as.AsyncStepProtector): void;
+}
+
+/**
+ * A FutoInSync* made of a JS lock/unlock object, for flows driven from C
+ * (addSync). Kept for the life of the process.
+ */
+export function syncAdapter(obj: BinarySync): bigint;
+
+/** The FutoInSync* of a futoin-polyglot Mutex, Throttle or Limiter, for C code sharing it. */
+export function syncAddress(sync: $as.Mutex | $as.Throttle | $as.Limiter): bigint;

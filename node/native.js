@@ -102,4 +102,42 @@ const isNative = (addr) => N.isNative(address(addr, 'isNative()'));
  */
 const toolAddress = (test = false) => N.toolAddress(!!test);
 
-module.exports = { CStep, cstep, symbol, binary, wrap, isNative, toolAddress, WrappedSteps };
+/**
+ * An FTN12 sync object (FutoInSync*) for flows driven from C, made of a JS
+ * object with lock(as) and unlock(as): lock() returning means acquired;
+ * as.waitExternal() there and a later as.success() means acquired after
+ * waiting; as.error() rejects. unlock(as) runs when the protected step ends.
+ * The object stays alive for the life of the process (C may keep the pointer).
+ * @param {{lock: Function, unlock: Function}} obj - the JS sync object
+ * @returns {bigint} FutoInSync*
+ */
+const syncAdapter = (obj) => {
+    if (obj === null || typeof obj !== 'object' || typeof obj.lock !== 'function' ||
+        typeof obj.unlock !== 'function') {
+        throw new TypeError('syncAdapter() expects an object with lock(as) and unlock(as)');
+    }
+    const view = new AsyncSteps(); // gives the callbacks a state
+    view._foreign = true;
+    const kl = reg.allocK();
+    reg.FNS[kl] = (as) => obj.lock(as);
+    const ku = reg.allocK();
+    reg.FNS[ku] = (as) => obj.unlock(as);
+    return N.syncAdapter(view, kl, ku);
+};
+
+/**
+ * The FutoInSync* of a futoin-polyglot Mutex, Throttle or Limiter, for C
+ * code (addSync) sharing it with JS flows.
+ * @param {object} sync - Mutex, Throttle or Limiter
+ * @returns {bigint} FutoInSync*, valid while `sync` is reachable
+ */
+const syncAddress = (sync) => {
+    if (sync === null || typeof sync !== 'object' || sync._s === undefined) {
+        throw new TypeError('syncAddress() expects a futoin-polyglot Mutex, Throttle or Limiter');
+    }
+    return N.syncAddress(sync._s);
+};
+
+module.exports = {
+    CStep, cstep, symbol, binary, wrap, isNative, toolAddress, WrappedSteps, syncAdapter, syncAddress,
+};

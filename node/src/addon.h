@@ -195,6 +195,8 @@ napi_value js_throw_error(napi_env env, const char* code, const char* msg);
 napi_status js_steps_register(napi_env env, napi_value exports);
 jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r, uint32_t k);
 void js_flush_ops(jsenv* e);
+/* run the JS callback k of f's root for `bsi`; mode 1 keeps the callback */
+void js_run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i);
 /* a JS callback of the step `bsi` dispatched through `fn`; returns the flags */
 int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size_t argc, napi_value* argv);
 

@@ -188,7 +188,7 @@ int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size
 /* JS gets (root, handle, code, values...) with code = k * 32 + mode * 8 +
  * (the number of values + 1); a pack of more than four values is one array
  * (number -1) */
-static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i)
+void js_run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i)
 {
     jsenv* e = f->root->e;
     napi_env env = e->env;
@@ -241,17 +241,17 @@ static void run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs
 
 static void tr_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
-    run_step(bsi, data, MODE_STEP, args, 0);
+    js_run_step(bsi, data, MODE_STEP, args, 0);
 }
 
 static void tr_loop(FutoInAsyncSteps* bsi, void* data)
 {
-    run_step(bsi, data, MODE_LOOP, NULL, 0);
+    js_run_step(bsi, data, MODE_LOOP, NULL, 0);
 }
 
 static void tr_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
 {
-    run_step(bsi, data, MODE_REPEAT, NULL, i);
+    js_run_step(bsi, data, MODE_REPEAT, NULL, i);
 }
 
 static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)

@@ -83,6 +83,73 @@ static napi_value n_limiter_new(napi_env env, napi_callback_info info)
     return wrap_sync(env, futoin_limiter_new(tool_arg(env, argv[0]), &o));
 }
 
+/* ---- a JS object with lock(as)/unlock(as) as an FTN12 sync object ----
+ * The binary protocol itself: lock() returning means acquired, as.waitExternal()
+ * and a later as.success() means acquired after waiting, as.error() rejects;
+ * unlock() runs when the protected step ends. For flows driven from C. */
+
+typedef struct jsync
+{
+    FutoInSync base;
+    jfrag lock, unlock;
+} jsync;
+
+static void jsync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    js_run_step(bsi, &((jsync*)sync)->lock, 1, NULL, 0);
+}
+
+static void jsync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    js_run_step(bsi, &((jsync*)sync)->unlock, 1, NULL, 0);
+}
+
+static const FutoInSyncAPI k_jsync_api = {{{jsync_lock, jsync_unlock}}};
+
+/* syncAdapter(view, klock, kunlock) -> BigInt FutoInSync*; `view` (a JS
+ * AsyncSteps giving the callbacks their state) and the object live on */
+static napi_value n_sync_adapter(napi_env env, napi_callback_info info)
+{
+    jsenv* e = tl_env;
+    size_t argc = 3;
+    napi_value argv[3], out;
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    uint32_t kl = 0, ku = 0;
+    napi_get_value_uint32(env, argv[1], &kl);
+    napi_get_value_uint32(env, argv[2], &ku);
+    jroot* r = calloc(1, sizeof(jroot));
+    jsync* js = calloc(1, sizeof(jsync));
+    if (!r || !js || napi_create_reference(env, argv[0], 1, &r->obj) != napi_ok) {
+        free(r);
+        free(js);
+        return js_throw_error(env, "InternalError", "out of memory");
+    }
+    r->e = e;
+    r->foreign = 1;
+    r->live = 1; /* never released: C code may keep the pointer */
+    *(const FutoInSyncAPI**)&js->base.api = &k_jsync_api;
+    js->lock.root = r;
+    js->lock.k = kl;
+    js->unlock.root = r;
+    js->unlock.k = ku;
+    NAPI_OK(napi_create_bigint_uint64(env, (uint64_t)(uintptr_t)js, &out));
+    return out;
+}
+
+/* syncAddress(external) -> BigInt FutoInSync* of a Mutex/Throttle/Limiter */
+static napi_value n_sync_address(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], out;
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    FutoInSync* s = js_sync_of(env, argv[0]);
+    if (!s) {
+        return js_throw_type(env, "a Mutex, Throttle or Limiter of futoin-polyglot expected");
+    }
+    NAPI_OK(napi_create_bigint_uint64(env, (uint64_t)(uintptr_t)s, &out));
+    return out;
+}
+
 FutoInSync* js_sync_of(napi_env env, napi_value v)
 {
     napi_valuetype t;
@@ -101,6 +168,12 @@ napi_status js_sync_register(napi_env env, napi_value exports)
     }
     if (st == napi_ok) {
         st = js_set_fn(env, exports, "limiterNew", n_limiter_new);
+    }
+    if (st == napi_ok) {
+        st = js_set_fn(env, exports, "syncAdapter", n_sync_adapter);
+    }
+    if (st == napi_ok) {
+        st = js_set_fn(env, exports, "syncAddress", n_sync_address);
     }
     return st;
 }

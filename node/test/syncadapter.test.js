@@ -1,0 +1,123 @@
+'use strict';
+
+// futoin-polyglot/native sync objects for flows driven from C: a JS object
+// with lock(as)/unlock(as) adapted to FutoInSync, and our Mutex handed to C.
+// Registered only for futoin-polyglot (futoin-asyncsteps has no native side).
+
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const { $as, isPolyglot, runFlow } = require('./helpers');
+
+const C_SOURCE = `
+#include <futoin/binarysteps.h>
+#include <string.h>
+
+static const FutoInType k_str = {FTN_TYPE_STRING, NULL};
+
+static void inner(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_str;
+    out.arg0.cstr = "inner";
+    out.arg0.length = 5;
+    bsi->api->success(bsi, &out);
+}
+
+/* a C step adding a step protected by the FutoInSync* given as data */
+__attribute__((visibility("default"))) void t_sync(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->addSync(bsi, (FutoInSync*)data, NULL, inner, NULL);
+}
+`;
+
+const buildLib = () => {
+    const abi = path.resolve(__dirname, '..', '..', 'abi', 'include');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'futoin-polyglot-sync-'));
+    const src = path.join(dir, 'sync.c');
+    const lib = path.join(dir, 'libsync.so');
+    fs.writeFileSync(src, C_SOURCE);
+    const r = spawnSync(process.env.CC || 'cc', ['-std=c11', '-shared', '-fPIC', '-I', abi, '-o', lib, src],
+        { encoding: 'utf8' });
+    assert.strictEqual(r.status, 0, r.stderr);
+    return lib;
+};
+
+if (isPolyglot && fs.existsSync(path.resolve(__dirname, '..', '..', 'abi', 'include'))) {
+    const native = require('../native');
+    const lib = buildLib();
+
+    test('a JS lock/unlock object protects a step added by C', async () => {
+        const trace = [];
+        const sync = native.syncAdapter({
+            lock(as) {
+                trace.push('lock');
+                as.waitExternal();
+                setImmediate(() => as.success()); // acquired after waiting
+            },
+            unlock(as) {
+                trace.push('unlock');
+            },
+        });
+        const step = native.cstep(lib, 't_sync', { data: sync });
+        const r = await runFlow((as) => {
+            as.add(step);
+        });
+        assert.strictEqual(r.err, null);
+        assert.deepStrictEqual(trace, ['lock', 'unlock']);
+        assert.deepStrictEqual(r.args, ['inner']);
+    });
+
+    test('a JS sync object rejecting in lock() fails the C flow', async () => {
+        const sync = native.syncAdapter({
+            lock(as) {
+                as.error('DefenseRejected', 'full');
+            },
+            unlock(as) {
+                assert.fail('unlock without lock');
+            },
+        });
+        const r = await runFlow((as) => {
+            as.add(native.cstep(lib, 't_sync', { data: sync }));
+        });
+        assert.strictEqual(r.err, 'DefenseRejected');
+        assert.strictEqual(r.info, 'full');
+    });
+
+    test('a Mutex of futoin-polyglot is shared by a C step and a JS flow', async () => {
+        const mtx = new $as.Mutex();
+        const trace = [];
+        let release;
+        const holder = $as().sync(mtx, (as) => {
+            trace.push('js holds');
+            as.waitExternal();
+            release = () => {
+                trace.push('js releases');
+                as.success();
+            };
+        }).promise();
+        const c = runFlow((as) => {
+            as.add(native.cstep(lib, 't_sync', { data: native.syncAddress(mtx) }));
+        });
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepStrictEqual(trace, ['js holds']); // the C step waits for the lock
+        release();
+        await holder;
+        const r = await c;
+        assert.strictEqual(r.err, null);
+        assert.deepStrictEqual(r.args, ['inner']);
+    });
+
+    test('syncAdapter() and syncAddress() refuse other values', () => {
+        assert.throws(() => native.syncAdapter({ lock() {} }), TypeError);
+        assert.throws(() => native.syncAdapter(null), TypeError);
+        assert.throws(() => native.syncAddress({}), TypeError);
+    });
+}
