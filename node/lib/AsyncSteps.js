@@ -114,6 +114,10 @@ const raise = (root, h, name, error_info) => {
     } else {
         root._jsErr = name;
         N.error(h, name, infoArg(error_info));
+        if (!root._test) {
+            // handlers run now, as futoin-asyncsteps runs them in error()
+            N.runNow();
+        }
     }
     throw e;
 };
