@@ -85,3 +85,8 @@ export function syncAdapter(obj: BinarySync): bigint;
 
 /** The FutoInSync* of a futoin-polyglot Mutex, Throttle or Limiter, for C code sharing it. */
 export function syncAddress(sync: $as.Mutex | $as.Throttle | $as.Limiter): bigint;
+
+/** Keep the process alive while C code on another thread is to complete a step. */
+export function keepAlive(): void;
+/** Undo one keepAlive(); throws when none is held. */
+export function release(): void;

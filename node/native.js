@@ -138,6 +138,15 @@ const syncAddress = (sync) => {
     return N.syncAddress(sync._s);
 };
 
+/**
+ * Keep the process alive while C code on another thread is to complete a
+ * step (a waitExternal() step alone does not keep Node running); call
+ * release() once for every keepAlive().
+ */
+const keepAlive = () => N.hold(1);
+const release = () => N.hold(-1);
+
 module.exports = {
     CStep, cstep, symbol, binary, wrap, isNative, toolAddress, WrappedSteps, syncAdapter, syncAddress,
+    keepAlive, release,
 };

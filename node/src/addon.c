@@ -144,6 +144,7 @@ static napi_value module_init(napi_env env, napi_value exports)
     NAPI_OK(napi_add_env_cleanup_hook(env, env_cleanup, e));
     if (js_set_fn(env, exports, "init", n_init) != napi_ok || js_set_fn(env, exports, "version", n_version) != napi_ok
             || js_set_fn(env, exports, "runNow", jd_run_now) != napi_ok
+            || js_set_fn(env, exports, "hold", jd_hold) != napi_ok
             || js_steps_register(env, exports) != napi_ok || js_sync_register(env, exports) != napi_ok
             || js_native_register(env, exports) != napi_ok) {
         return NULL;

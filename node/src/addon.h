@@ -115,6 +115,7 @@ struct jsenv
     uv_idle_t idle;
     uv_async_t async;
     int armed; /* last arm() delay: -1 idle, 0 ready, >0 timer */
+    uint32_t holds; /* keepAlive() calls not released */
     napi_async_context actx;
     napi_ref resource;
     napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_sync;
@@ -186,6 +187,7 @@ void jv_init_types(void);
 int jd_init(jsenv* e);
 void jd_close(jsenv* e);
 napi_value jd_run_now(napi_env env, napi_callback_info info);
+napi_value jd_hold(napi_env env, napi_callback_info info);
 
 /* errors */
 napi_value js_throw_type(napi_env env, const char* msg);

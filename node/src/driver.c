@@ -54,6 +54,32 @@ napi_value jd_run_now(napi_env env, napi_callback_info info)
     return NULL;
 }
 
+/* hold(delta): while holds are taken the loop stays alive waiting for posts
+ * from other threads (C code completing steps there) */
+napi_value jd_hold(napi_env env, napi_callback_info info)
+{
+    jsenv* e = tl_env;
+    size_t argc = 1;
+    napi_value argv[1];
+    int32_t d = 0;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1
+            || napi_get_value_int32(env, argv[0], &d) != napi_ok || (d != 1 && d != -1)) {
+        napi_throw_type_error(env, NULL, "hold(1) or hold(-1)");
+        return NULL;
+    }
+    if (d < 0 && e->holds == 0) {
+        napi_throw_error(env, NULL, "release() without keepAlive()");
+        return NULL;
+    }
+    e->holds += (uint32_t)d;
+    if (e->holds == 1 && d > 0) {
+        uv_ref((uv_handle_t*)&e->async);
+    } else if (e->holds == 0) {
+        uv_unref((uv_handle_t*)&e->async);
+    }
+    return NULL;
+}
+
 static void on_check(uv_check_t* h)
 {
     run_iterate(h->data);

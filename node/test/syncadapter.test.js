@@ -13,8 +13,11 @@ const { spawnSync } = require('child_process');
 const { $as, isPolyglot, runFlow } = require('./helpers');
 
 const C_SOURCE = `
+#define _POSIX_C_SOURCE 200809L
 #include <futoin/binarysteps.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 static const FutoInType k_str = {FTN_TYPE_STRING, NULL};
 
@@ -28,6 +31,29 @@ static void inner(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     out.arg0.cstr = "inner";
     out.arg0.length = 5;
     bsi->api->success(bsi, &out);
+}
+
+/* a C step completed by a thread of its own, a little later */
+static void* complete_later(void* p)
+{
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    FutoInAsyncSteps* bsi = p;
+    bsi->api->success(bsi, NULL);
+    return NULL;
+}
+
+__attribute__((visibility("default"))) void t_thread(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    pthread_t th;
+    bsi->api->waitExternal(bsi);
+    if (pthread_create(&th, NULL, complete_later, bsi) != 0) {
+        bsi->api->handle_error(bsi, "InternalError", "no thread");
+        return;
+    }
+    pthread_detach(th);
 }
 
 /* a C step adding a step protected by the FutoInSync* given as data */
@@ -44,7 +70,7 @@ const buildLib = () => {
     const src = path.join(dir, 'sync.c');
     const lib = path.join(dir, 'libsync.so');
     fs.writeFileSync(src, C_SOURCE);
-    const r = spawnSync(process.env.CC || 'cc', ['-std=c11', '-shared', '-fPIC', '-I', abi, '-o', lib, src],
+    const r = spawnSync(process.env.CC || 'cc', ['-std=c11', '-shared', '-fPIC', '-I', abi, '-o', lib, src, '-lpthread'],
         { encoding: 'utf8' });
     assert.strictEqual(r.status, 0, r.stderr);
     return lib;
@@ -119,5 +145,35 @@ if (isPolyglot && fs.existsSync(path.resolve(__dirname, '..', '..', 'abi', 'incl
         assert.throws(() => native.syncAdapter({ lock() {} }), TypeError);
         assert.throws(() => native.syncAdapter(null), TypeError);
         assert.throws(() => native.syncAddress({}), TypeError);
+    });
+}
+
+if (isPolyglot && fs.existsSync(path.resolve(__dirname, '..', '..', 'abi', 'include'))) {
+    const lib = buildLib();
+    const run = (keep) => spawnSync(process.execPath, ['-e', `
+        const native = require(${JSON.stringify(path.resolve(__dirname, '..', 'native.js'))});
+        const $as = require(${JSON.stringify(path.resolve(__dirname, '..'))});
+        let done = false;
+        if (${keep}) native.keepAlive();
+        $as().add(native.cstep(${JSON.stringify(lib)}, 't_thread'))
+            .add((as) => { done = true; if (${keep}) native.release(); })
+            .execute();
+        process.on('exit', () => process.stdout.write(done ? 'completed' : 'exited first'));
+    `], { encoding: 'utf8', timeout: 60000 });
+
+    test('keepAlive() keeps Node running until a C thread completes the step', () => {
+        const r = run(true);
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.strictEqual(r.stdout, 'completed');
+    });
+
+    test('without keepAlive() a step waiting only for a C thread does not keep Node running', () => {
+        const r = run(false);
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.strictEqual(r.stdout, 'exited first');
+    });
+
+    test('release() without keepAlive() throws', () => {
+        assert.throws(() => require('../native').release(), /without keepAlive/);
     });
 }
