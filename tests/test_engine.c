@@ -1,6 +1,8 @@
 /* Engine rules, measured: constant C stack for 10^6 iterations and 20,000
  * nested levels, no heap allocation per step in steady state, bursts, and no
  * inline continuation on external completion. */
+#include <string.h>
+
 #include "helpers.h"
 
 #include <pthread.h>
@@ -343,9 +345,119 @@ static void execute_only_schedules(void** state)
     assert_trace("ran");
 }
 
+/* ---- steps run by the host (futoin_tool_set_host_exec) ---- */
+
+/* the host's marker callback: the engine must never call it */
+static void f_host(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)data;
+    (void)args;
+    fail_msg("the engine called a host step itself");
+}
+
+static FutoInAsyncSteps* g_host_waiting;
+
+/* a host: runs each taken step as its callback, by what its data says */
+static void host_drain(void)
+{
+    void* data;
+    const FutoInArgs* args;
+    FutoInAsyncSteps* bsi;
+    while ((bsi = futoin_tool_host_next(g_fx.tool, &data, &args))) {
+        const char* what = data;
+        trace("host:%s%s", what, args->arg0.type ? "+v" : "");
+        if (!strcmp(what, "val")) {
+            FutoInArgs out = {0};
+            out.arg0.type = &t_i32;
+            out.arg0.i32 = 7;
+            bsi->api->success(bsi, &out);
+        } else if (!strcmp(what, "fail")) {
+            bsi->api->handle_error(bsi, "Fail", "i");
+        } else if (!strcmp(what, "sub")) {
+            bsi->api->add(bsi, "inner", f_trace, NULL);
+        } else if (!strcmp(what, "wait")) {
+            bsi->api->waitExternal(bsi);
+            g_host_waiting = bsi;
+        } else if (!strcmp(what, "cancel")) {
+            g_fx.root->api->cancel(g_fx.root); /* inside the callback: deferred */
+        }
+        futoin_tool_host_done(bsi);
+    }
+}
+
+static void host_run_all(void)
+{
+    for (;;) {
+        int64_t d = futoin_tool_iterate(g_fx.tool, 0);
+        host_drain();
+        if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
+            break;
+        }
+    }
+}
+
+static void host_steps_interleave_with_engine_steps(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "a", f_host, NULL);
+    r->api->add(r, "c1", f_trace, NULL);
+    r->api->add(r, "val", f_host, NULL);
+    r->api->add(r, "got", f_host, NULL);
+    r->api->add(r, "sub", f_host, NULL);
+    r->api->add(r, "fail", f_host, eh_recover);
+    r->api->add(r, "c2", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 1);
+    host_run_all();
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
+    assert_trace("host:a|c1|host:val|host:got+v|host:sub|inner|host:fail|fail:Fail|c2");
+}
+
+static void host_step_waiting_is_completed_from_outside(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    g_host_waiting = NULL;
+    r->api->add(r, "wait", f_host, NULL);
+    r->api->add(r, "after", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    host_run_all();
+    assert_trace("host:wait");
+    assert_non_null(g_host_waiting);
+    g_host_waiting->api->success(g_host_waiting, NULL); /* scheduled, not inline */
+    assert_trace("host:wait");
+    host_run_all();
+    assert_trace("host:wait|after");
+}
+
+static void host_step_cancelling_its_flow_ends_it_at_done(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "cancel", f_host, NULL);
+    r->api->add(r, "never", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    host_run_all();
+    assert_trace("host:cancel");
+    /* the root is usable again */
+    r->api->add(r, "again", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    host_run_all();
+    assert_trace("host:cancel|again");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+            T(host_steps_interleave_with_engine_steps),
+            T(host_step_waiting_is_completed_from_outside),
+            T(host_step_cancelling_its_flow_ends_it_at_done),
             T(million_iterations_constant_stack),
             T(million_loop_iterations_with_substeps),
             T(nested_levels_constant_stack),

@@ -102,6 +102,10 @@ struct FutoInAsyncTool_
     uint64_t next_root_id;
     uint32_t burst;
     FutoInArgs in_args; /* what the running step callback received */
+    /* steps whose callback the host runs itself (futoin_tool_set_host_exec) */
+    FutoInAsyncSteps_execute_callback host_exec;
+    struct fstrand* host_head;
+    struct fstrand* host_tail;
     /* clock */
     futoin_clock_fn clock;
     void* clock_data;
@@ -258,6 +262,9 @@ typedef struct fstrand
     uint8_t err_pending;
     uint8_t info_pending; /* pending_info goes to error_info when unwinding starts */
     FutoInArgs out_args;  /* the last success() values, for the next step */
+    FutoInArgs host_args; /* what a step run by the host receives */
+    struct fstrand* host_next; /* strands waiting for the host to run their step */
+    uint32_t host_budget; /* burst left when the strand went to the host */
     fbuf code[2];         /* error code, double-buffered; kept across pool reuse */
     fbuf pending_info;    /* info of an error raised from outside */
 } fstrand;

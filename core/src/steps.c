@@ -654,12 +654,38 @@ static int strand_unwind(fstrand* st)
     return R_CONT;
 }
 
+/* the step leaves the loop for the host, which runs its callback and calls
+ * futoin_tool_host_done(); the flow stays in its callback meanwhile (depth
+ * held), as if the engine had called it */
+static void host_suspend(fstrand* st, fstep* c, uint32_t budget)
+{
+    FutoInAsyncTool* t = st->flow->tool;
+    c->state = FS_EXEC;
+    st->host_args = st->out_args;
+    fargs_zero(&st->out_args);
+    st->host_budget = budget;
+    st->host_next = NULL;
+    if (t->host_tail) {
+        t->host_tail->host_next = st;
+    } else {
+        t->host_head = st;
+    }
+    t->host_tail = st;
+    ++st->flow->depth;
+}
+
+static void strand_run_budget(fstrand* st, uint32_t budget);
+
 static void strand_run(void* data)
 {
     fstrand* st = data;
+    strand_run_budget(st, st->flow->tool->burst);
+}
+
+static void strand_run_budget(fstrand* st, uint32_t budget)
+{
     fflow* fl = st->flow;
     FutoInAsyncTool* t = fl->tool;
-    uint32_t budget = t->burst;
     ++fl->depth;
     for (;;) {
         if (FTN_UNLIKELY(fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ))) {
@@ -691,6 +717,10 @@ static void strand_run(void* data)
                     c->strand = st;
                     st->top = c;
                     if (FTN_LIKELY(c->kind == FK_STEP)) {
+                        if (c->fn.exec == t->host_exec && t->host_exec) {
+                            host_suspend(st, c, budget);
+                            break;
+                        }
                         /* the common case, kept lean: a plain step */
                         FutoInArgs* in = &t->in_args;
                         int has_args = !fargs_empty(&st->out_args);
@@ -1032,6 +1062,72 @@ void feng_tool_release(FutoInAsyncTool* t)
     t->free_flows = NULL;
     for (fstrand* st = t->strand_pool.free_list; st; st = st->sib_next) {
         strand_free_bufs(st);
+    }
+}
+
+void futoin_tool_set_host_exec(FutoInAsyncTool* t, FutoInAsyncSteps_execute_callback f)
+{
+    if (t) {
+        t->host_exec = f;
+    }
+}
+
+int futoin_tool_host_pending(FutoInAsyncTool* t)
+{
+    return t && t->host_head;
+}
+
+FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const FutoInArgs** args)
+{
+    fstrand* st = t ? t->host_head : NULL;
+    if (!st) {
+        return NULL;
+    }
+    t->host_head = st->host_next;
+    if (!t->host_head) {
+        t->host_tail = NULL;
+    }
+    st->host_next = NULL;
+    fstep* c = st->top;
+    if (data) {
+        *data = c->data;
+    }
+    if (args) {
+        *args = &st->host_args;
+    }
+    return &c->iface;
+}
+
+void futoin_tool_host_done(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return;
+    }
+    fstep* c = fstep_of(bsi);
+    fstrand* st = c->strand;
+    if (!st || c->state != FS_EXEC || st->top != c) {
+        fprintf(stderr, "futoin: InternalError: futoin_tool_host_done(): not a step taken with "
+                        "futoin_tool_host_next() (ignored)\n");
+        return;
+    }
+    fflow* fl = st->flow;
+    FutoInAsyncTool* t = fl->tool;
+    int was_running = t->running;
+    t->running = 1;
+    fargs_reset(&st->host_args); /* as after any execute callback */
+    if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs && !c->on_cancel && !c->timer)) {
+        st->top = c->parent;
+        step_retire(c);
+        c->state = FS_FREE;
+        fpool_put(&t->step_pool, c);
+    } else {
+        post_exec(st, c);
+    }
+    --fl->depth;
+    strand_run_budget(st, st->host_budget);
+    t->running = was_running;
+    if (!was_running) {
+        ftool_rearm(t);
     }
 }
 

@@ -143,6 +143,20 @@ FUTOIN_API FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool);
  * when the root is not waiting for its first turn. Returns 1 when it ran. */
 FUTOIN_API int futoin_steps_execute_burst(FutoInAsyncSteps* root);
 
+/* Steps run by the host. A script runtime for which calling in is costly
+ * names its execute callback here; plain steps with that callback are then
+ * not called by the engine: their strand waits, and the host takes them one
+ * by one with host_next() (bsi, data and the values received, valid until
+ * host_done()), runs them itself as their execute callback (success(),
+ * add(), handle_error() ... act as inside the callback) and reports with
+ * host_done(), which goes on with that flow at once. Loop thread only; a
+ * host that sets this must take every such step after each call that runs
+ * flows (execute_burst, iterate, run_one, host_done). */
+FUTOIN_API void futoin_tool_set_host_exec(FutoInAsyncTool* tool, FutoInAsyncSteps_execute_callback f);
+FUTOIN_API int futoin_tool_host_pending(FutoInAsyncTool* tool);
+FUTOIN_API FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* tool, void** data, const FutoInArgs** args);
+FUTOIN_API void futoin_tool_host_done(FutoInAsyncSteps* bsi);
+
 /* The tool of any bsi of this implementation; NULL for a foreign pointer. */
 FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
 /* 1 when `bsi` was made by this library. */
