@@ -357,6 +357,7 @@ static void f_host(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 }
 
 static FutoInAsyncSteps* g_host_waiting;
+static FutoInAsyncSteps* g_host_other;
 
 /* a host: runs each taken step as its callback, by what its data says */
 static void host_drain(void)
@@ -379,6 +380,13 @@ static void host_drain(void)
         } else if (!strcmp(what, "wait")) {
             bsi->api->waitExternal(bsi);
             g_host_waiting = bsi;
+        } else if (!strcmp(what, "nested")) {
+            /* another root executed inside a host step: scheduled, not run */
+            FutoInAsyncSteps* other = futoin_steps_new(g_fx.tool);
+            other->api->add(other, "other", f_trace, NULL);
+            other->api->execute(other, NULL, NULL);
+            assert_int_equal(futoin_steps_execute_burst(other), 0);
+            g_host_other = other;
         } else if (!strcmp(what, "cancel")) {
             g_fx.root->api->cancel(g_fx.root); /* inside the callback: deferred */
         }
@@ -415,6 +423,19 @@ static void host_steps_interleave_with_engine_steps(void** state)
     host_run_all();
     assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
     assert_trace("host:a|c1|host:val|host:got+v|host:sub|inner|host:fail|fail:Fail|c2");
+}
+
+static void host_step_executing_another_root_only_schedules_it(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "nested", f_host, NULL);
+    r->api->add(r, "parent", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    host_run_all();
+    assert_trace("host:nested|parent|other");
+    g_host_other->api->free(g_host_other);
 }
 
 static void host_step_waiting_is_completed_from_outside(void** state)
@@ -457,6 +478,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
             T(host_steps_interleave_with_engine_steps),
             T(host_step_waiting_is_completed_from_outside),
+            T(host_step_executing_another_root_only_schedules_it),
             T(host_step_cancelling_its_flow_ends_it_at_done),
             T(million_iterations_constant_stack),
             T(million_loop_iterations_with_substeps),

@@ -106,6 +106,7 @@ struct FutoInAsyncTool_
     FutoInAsyncSteps_execute_callback host_exec;
     struct fstrand* host_head;
     struct fstrand* host_tail;
+    uint32_t host_active; /* host steps taken and not done: inside callbacks */
     /* clock */
     futoin_clock_fn clock;
     void* clock_data;

@@ -1088,6 +1088,7 @@ FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const F
         t->host_tail = NULL;
     }
     st->host_next = NULL;
+    ++t->host_active;
     fstep* c = st->top;
     if (data) {
         *data = c->data;
@@ -1112,6 +1113,7 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
     }
     fflow* fl = st->flow;
     FutoInAsyncTool* t = fl->tool;
+    --t->host_active;
     int was_running = t->running;
     t->running = 1;
     fargs_reset(&st->host_args); /* as after any execute callback */
@@ -1143,7 +1145,8 @@ int futoin_steps_execute_burst(FutoInAsyncSteps* root)
     fflow* fl = s->flow;
     FutoInAsyncTool* t = fl->tool;
     /* never inside the tool's own callbacks: that would run a flow inline */
-    if (t->running || !ftool_is_loop_thread(t) || !(fl->flags & FL_RUNNING) || !fl->main.task.queued) {
+    if (t->running || t->host_active || !ftool_is_loop_thread(t) || !(fl->flags & FL_RUNNING)
+            || !fl->main.task.queued) {
         return 0;
     }
     ftool_task_remove(t, &fl->main.task);

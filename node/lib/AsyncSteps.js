@@ -644,6 +644,7 @@ class AsyncSteps {
         this._jsErr = null;
         if (this._foreign) {
             N.execute(this._h, false, this);
+            drainHost(this._test);
             return this;
         }
         const ops = this._ops;
@@ -672,6 +673,7 @@ class AsyncSteps {
         h = N.execute(h, this._test, this);
         this._h = h;
         ROOTS[h % SLOT] = this;
+        drainHost(this._test); // its first steps run now, as in futoin-asyncsteps
         return this;
     }
 
@@ -935,7 +937,37 @@ const onCall = (key) => {
     return 0;
 };
 
-reg.SH = N.init(onStep, onError, onCancel, onFinish, onCall, isProduction);
+/* plain JS steps the engine set aside: run them here, one call into C each
+ * (hostDone() goes on with the flow and hands over the next one) */
+const HOST_ARGS = [undefined, undefined, undefined, undefined];
+
+// a drain in progress takes the steps that nested calls set aside; one
+// drain runs a burst of 100 steps, the rest waits for a later loop turn
+const draining = [false, false];
+
+const drainHost = (test) => {
+    const which = test ? 1 : 0;
+    if (draining[which]) {
+        return 0;
+    }
+    draining[which] = true;
+    const SH = reg.SH;
+    try {
+        let budget = 100;
+        let code = N.hostNext(test);
+        while (code !== 0) {
+            const h = SH[5];
+            const flags = onStep(SH[6], h, code, HOST_ARGS[0], HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
+            code = N.hostDone(h, flags, test, --budget > 0);
+        }
+    } finally {
+        draining[which] = false;
+    }
+    return 0;
+};
+
+reg.SH = N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, isProduction, HOST_ARGS);
+reg.drainHost = drainHost;
 
 AsyncSteps.AsyncStepProtector = AsyncStepProtector;
 AsyncSteps.ParallelStep = ParallelStep;

@@ -46,6 +46,7 @@ let thrown = null;
 
 exports.nextEvent = function() {
     N.testNext();
+    require('./registry').drainHost(true);
     if (thrown) {
         const e = thrown.e;
         thrown = null;

@@ -84,6 +84,8 @@ typedef struct jfrag
 #define SH_FIN_N 2   /* finished roots (slot, gen pairs) */
 #define SH_RET 3     /* a second result of a native call */
 #define SH_SPILL 4   /* released indices that did not fit (fetch with drainSpill) */
+#define SH_H 5       /* hostNext/hostDone: the step's handle */
+#define SH_ROOT 6    /* hostNext/hostDone: its root's slot */
 #define SH_OPS 16
 #define SH_OPS_CAP 3072
 #define SH_FREED (SH_OPS + SH_OPS_CAP)
@@ -118,7 +120,9 @@ struct jsenv
     uint32_t holds; /* keepAlive() calls not released */
     napi_async_context actx;
     napi_ref resource;
-    napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_sync;
+    napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_drain;
+    napi_ref host_args; /* the array hostNext() puts a step's values in */
+    uint32_t host_fallbacks; /* host steps an engine called itself */
     int32_t* sh; /* the shared Int32Array (SH_*) */
     napi_ref sh_ref;
     jroot* free_roots; /* finished roots kept for reuse */
@@ -186,6 +190,8 @@ void jv_init_types(void);
 /* the driver (driver.c) */
 int jd_init(jsenv* e);
 void jd_close(jsenv* e);
+/* JS steps were left set aside: come back on the next loop turn */
+void jd_arm_ready(jsenv* e);
 napi_value jd_run_now(napi_env env, napi_callback_info info);
 napi_value jd_hold(napi_env env, napi_callback_info info);
 

@@ -7,6 +7,9 @@
  */
 #include "addon.h"
 
+static void turn(jsenv* e);
+static void hook_arm(void* data, int64_t delay_ms);
+
 static void run_iterate(jsenv* e)
 {
     napi_env env = e->env;
@@ -20,12 +23,7 @@ static void run_iterate(jsenv* e)
             && napi_open_callback_scope(env, res, e->actx, &cs) == napi_ok;
     jlazy lz;
     lz_enter(e, &lz);
-    /* work made ready by this turn (a flow executed from a step, a step
-     * completed by another flow) runs in the same turn while fewer than 100
-     * JS steps ran, as the JS library runs 100 steps before it yields */
-    e->turn_steps = 0;
-    for (int round = 0; round < 100 && futoin_tool_iterate(e->tool, 0) == 0 && e->turn_steps < 100; ++round) {
-    }
+    turn(e);
     lz_leave(e, &lz);
     if (scoped) {
         /* runs process.nextTick callbacks and microtasks, as after any
@@ -33,6 +31,47 @@ static void run_iterate(jsenv* e)
         napi_close_callback_scope(env, cs);
     }
     napi_close_handle_scope(env, hs);
+}
+
+/* JS runs the plain JS steps the engine set aside (lib/AsyncSteps.js) */
+static void drain_host(jsenv* e, FutoInAsyncTool* t)
+{
+    if (!futoin_tool_host_pending(t)) {
+        return;
+    }
+    napi_env env = e->env;
+    napi_value f, undef, arg, ret;
+    if (napi_get_reference_value(env, e->f_drain, &f) != napi_ok || !f) {
+        return;
+    }
+    napi_get_undefined(env, &undef);
+    napi_get_boolean(env, t == e->test_tool, &arg);
+    if (napi_call_function(env, undef, f, 1, &arg, &ret) != napi_ok) {
+        napi_value exc;
+        napi_get_and_clear_last_exception(env, &exc); /* the dispatcher catches user code */
+    }
+}
+
+/* one turn: ready work, then work made ready by it while fewer than 100 JS
+ * steps ran, as the JS library runs 100 steps before it yields */
+static void turn(jsenv* e)
+{
+    e->turn_steps = 0;
+    for (int round = 0; round < 100; ++round) {
+        int64_t d = futoin_tool_iterate(e->tool, 0);
+        drain_host(e, e->tool);
+        if (e->turn_steps >= 100 || (d != 0 && futoin_tool_next_delay(e->tool) != 0)) {
+            break;
+        }
+    }
+    /* our handles follow the scheduler again (a set-aside step may have
+     * armed them behind its back), or come back for what is left */
+    hook_arm(e, futoin_tool_host_pending(e->tool) ? 0 : futoin_tool_next_delay(e->tool));
+}
+
+void jd_arm_ready(jsenv* e)
+{
+    hook_arm(e, 0);
 }
 
 /* runNow(): a turn of the scheduler from JS (a promise settled); nothing
@@ -46,9 +85,7 @@ napi_value jd_run_now(napi_env env, napi_callback_info info)
     }
     jlazy lz;
     lz_enter(e, &lz);
-    e->turn_steps = 0;
-    for (int round = 0; round < 100 && futoin_tool_iterate(e->tool, 0) == 0 && e->turn_steps < 100; ++round) {
-    }
+    turn(e);
     lz_leave(e, &lz);
     (void)env;
     return NULL;
@@ -103,6 +140,9 @@ static void on_async(uv_async_t* h)
 static void hook_arm(void* data, int64_t delay_ms)
 {
     jsenv* e = data;
+    if (delay_ms != 0 && futoin_tool_host_pending(e->tool)) {
+        delay_ms = 0; /* JS steps set aside still wait for their turn */
+    }
     if (delay_ms == 0) {
         if (e->armed != 0) {
             uv_timer_stop(&e->timer);

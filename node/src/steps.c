@@ -244,6 +244,21 @@ static void tr_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     js_run_step(bsi, data, MODE_STEP, args, 0);
 }
 
+/* The callback of plain JS steps of our own roots: the engine hands them to
+ * JS (hostNext/hostDone, lib/AsyncSteps.js drains them), so a step costs a
+ * call from JS into C instead of the dearer call from C into JS. Called
+ * only if some engine runs it itself: then it works as tr_step. */
+static void tr_host_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    ((jfrag*)data)->root->e->host_fallbacks++;
+    js_run_step(bsi, data, MODE_STEP, args, 0);
+}
+
+static FutoInAsyncSteps_execute_callback step_cb(const jroot* r)
+{
+    return r->foreign ? tr_step : tr_host_step;
+}
+
 static void tr_loop(FutoInAsyncSteps* bsi, void* data)
 {
     js_run_step(bsi, data, MODE_LOOP, NULL, 0);
@@ -448,7 +463,7 @@ void js_flush_ops(jsenv* e)
             FutoInAsyncSteps* to = op == OP_PADD ? par : t;
             jfrag* f = to ? jr_frag(t, r, (uint32_t)a) : NULL;
             if (f) {
-                to->api->add(to, f, tr_step, b ? tr_error : NULL);
+                to->api->add(to, f, step_cb(r), b ? tr_error : NULL);
             } else {
                 release_k(e, (uint32_t)a);
             }
@@ -582,7 +597,7 @@ static napi_value n_add(napi_env env, napi_callback_info info)
     if (!f) {
         return NULL;
     }
-    bsi->api->add(bsi, f, tr_step, bool_arg(env, argv[2]) ? tr_error : NULL);
+    bsi->api->add(bsi, f, step_cb(f->root), bool_arg(env, argv[2]) ? tr_error : NULL);
     return NULL;
 }
 
@@ -756,6 +771,98 @@ static napi_value n_break(napi_env env, napi_callback_info info)
 static napi_value n_continue(napi_env env, napi_callback_info info)
 {
     return loop_ctl(env, info, 0);
+}
+
+/* ---- host steps ---- */
+
+/* the next plain JS step to run, or 0: its code as onStep's; SH_H its
+ * handle, SH_ROOT its root's slot; its values in the array given to init */
+static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
+{
+    napi_env env = e->env;
+    void* data;
+    const FutoInArgs* args;
+    FutoInAsyncSteps* bsi = futoin_tool_host_next(t, &data, &args);
+    if (!bsi) {
+        return 0;
+    }
+    jfrag* f = data;
+    uint32_t s = jh_alloc(e, bsi, f->root, HK_STEP);
+    if (!s) {
+        bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "too many active steps");
+        futoin_tool_host_done(bsi);
+        return host_take(e, t); /* bounded: each call retires one step */
+    }
+    ++e->turn_steps;
+    e->sh[SH_H] = (int32_t)(e->slots[s].gen << 20 | s);
+    e->sh[SH_ROOT] = (int32_t)f->root->slot;
+    int n = 0;
+    if (args->arg0.type) {
+        napi_value vals[4], arr;
+        n = jv_from_args(env, args, vals);
+        if (n < 0) {
+            n = -1;
+        }
+        if (napi_get_reference_value(env, e->host_args, &arr) == napi_ok && arr) {
+            for (int j = 0; j < (n < 0 ? 1 : n); ++j) {
+                napi_value u;
+                if (!vals[j]) {
+                    napi_get_undefined(env, &u);
+                    vals[j] = u;
+                }
+                napi_set_element(env, arr, (uint32_t)j, vals[j]);
+            }
+        }
+    }
+    return (int32_t)(f->k * 32 + (uint32_t)(n + 1));
+}
+
+static FutoInAsyncTool* tool_of_test(napi_env env, jsenv* e, napi_value v)
+{
+    return bool_arg(env, v) ? e->test_tool : e->tool;
+}
+
+/* hostNext(test) -> code of the next JS step to run, 0 when none */
+static napi_value n_host_next(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    napi_value out;
+    NAPI_OK(napi_create_int32(env, host_take(e, tool_of_test(env, e, argv[0])), &out));
+    return out;
+}
+
+/* hostDone(h, flags, test, take) -> code of the next JS step (when `take`),
+ * 0 when none: the step ran; the engine goes on with its flow at once */
+static napi_value n_host_done(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(4);
+    int32_t id = 0, flags = 0;
+    napi_get_value_int32(env, argv[0], &id);
+    napi_get_value_int32(env, argv[1], &flags);
+    uint32_t s = (uint32_t)id & ((1u << 20) - 1);
+    napi_value out;
+    if (s && s < e->nslots && e->slots[s].kind == HK_STEP && (uint32_t)id == (e->slots[s].gen << 20 | s)) {
+        FutoInAsyncSteps* bsi = e->slots[s].bsi;
+        if ((flags & JS_F_DONE) || !(flags & (JS_F_ADDED | JS_F_WAIT))) {
+            jh_free(e, s);
+        } else {
+            keep_slot(e, bsi, s);
+        }
+        jlazy lz;
+        lz_enter(e, &lz);
+        futoin_tool_host_done(bsi);
+        lz_leave(e, &lz);
+    }
+    FutoInAsyncTool* t = tool_of_test(env, e, argv[2]);
+    if (!bool_arg(env, argv[3])) {
+        if (t == e->tool && futoin_tool_host_pending(t)) {
+            jd_arm_ready(e); /* the burst is over: the rest on the next turn */
+        }
+        NAPI_OK(napi_create_int32(env, 0, &out));
+        return out;
+    }
+    NAPI_OK(napi_create_int32(env, host_take(e, t), &out));
+    return out;
 }
 
 /* rootNew(test) -> handle of a C root made before execute() (binary()) */
@@ -940,6 +1047,10 @@ static napi_value n_test_next(napi_env env, napi_callback_info info)
 {
     GET_ARGS(0);
     napi_value r;
+    if (futoin_tool_host_pending(e->test_tool)) {
+        napi_get_boolean(env, true, &r); /* JS runs the steps set aside */
+        return r;
+    }
     int64_t before = futoin_tool_next_delay(e->test_tool);
     if (before >= 0) {
         jlazy lz;
@@ -961,7 +1072,7 @@ static napi_value n_test_has(napi_env env, napi_callback_info info)
 {
     GET_ARGS(0);
     napi_value r;
-    napi_get_boolean(env, futoin_tool_next_delay(e->test_tool) >= 0, &r);
+    napi_get_boolean(env, futoin_tool_next_delay(e->test_tool) >= 0 || futoin_tool_host_pending(e->test_tool), &r);
     return r;
 }
 
@@ -1007,6 +1118,8 @@ static napi_value n_stats(napi_env env, napi_callback_info info)
 
 napi_status js_steps_register(napi_env env, napi_value exports)
 {
+    futoin_tool_set_host_exec(tl_env->tool, tr_host_step);
+    futoin_tool_set_host_exec(tl_env->test_tool, tr_host_step);
     static const struct
     {
         const char* name;
@@ -1015,6 +1128,8 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"rootNew", n_root_new},
             {"rootFree", n_root_free},
             {"flush", n_flush},
+            {"hostNext", n_host_next},
+            {"hostDone", n_host_done},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},
             {"add", n_add},

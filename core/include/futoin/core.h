@@ -149,7 +149,8 @@ FUTOIN_API int futoin_steps_execute_burst(FutoInAsyncSteps* root);
  * by one with host_next() (bsi, data and the values received, valid until
  * host_done()), runs them itself as their execute callback (success(),
  * add(), handle_error() ... act as inside the callback) and reports with
- * host_done(), which goes on with that flow at once. Loop thread only; a
+ * host_done(), which goes on with that flow at once. Between the two the host
+ * is inside a step callback: execute_burst() does nothing. Loop thread only; a
  * host that sets this must take every such step after each call that runs
  * flows (execute_burst, iterate, run_one, host_done). */
 FUTOIN_API void futoin_tool_set_host_exec(FutoInAsyncTool* tool, FutoInAsyncSteps_execute_callback f);
