@@ -138,7 +138,6 @@ struct jsenv
         int ok;
         napi_value f_step, undef; /* fetched once per scope */
     } lz; /* one handle scope shared by a run of dispatches */
-    uint32_t js_depth; /* calls from JS in progress */
     int production;    /* NODE_ENV=production: no sanity checks */
     int test_fired;        /* a callLater() event ran in testNext() */
     uint32_t turn_steps;   /* JS steps run in this turn of the loop */
@@ -185,7 +184,6 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v);
  * more than four is spread by JS (n < 0: -n values in argv[0] as an array) */
 int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv);
 int jv_args_from_js(napi_env env, size_t n, napi_value* argv, FutoInArgs* out);
-void jv_init_types(void);
 
 /* the driver (driver.c) */
 int jd_init(jsenv* e);

@@ -2,10 +2,12 @@
  * AsyncSteps for JS: the natives behind lib/AsyncSteps.js and the
  * trampolines through which the engine calls JS callbacks.
  *
- * A JS callback runs inside one call of a JS dispatcher (lib/dispatch.js),
- * which catches every exception and turns it into the flow's error, and
- * returns what the callback did (JS_F_*), so C learns without another call
- * whether the step is still active and its handle must outlive the call.
+ * A JS callback runs inside a JS dispatcher (lib/AsyncSteps.js) that
+ * catches every exception and turns it into the flow's error, and returns
+ * what the callback did (JS_F_*), so C learns without another call whether
+ * the step is still active and its handle must outlive the call. Plain JS
+ * steps of our roots are pulled by JS (hostNext/hostDone); error handlers,
+ * cancel handlers, loop bodies and wrapped flows' steps are called from C.
  */
 #include "addon.h"
 
@@ -132,9 +134,7 @@ static int32_t call_js(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, size_t argc
             e->lz.undef = undef;
         }
     }
-    ++e->js_depth;
     napi_status st = napi_call_function(env, undef, f, argc, argv, &ret);
-    --e->js_depth;
     if (st != napi_ok) {
         report_js_exception(env, bsi);
         return JS_F_DONE;

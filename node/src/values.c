@@ -71,10 +71,6 @@ static const FutoInType k_bytes = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, cleanup_ref}
 static const FutoInType k_boxed = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref}; /* [value] */
 static const FutoInType k_pack = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref};  /* > 4 values */
 
-void jv_init_types(void)
-{
-}
-
 static int set_ref(napi_env env, napi_value v, const FutoInType* t, FutoInBinaryValue* out)
 {
     napi_ref ref;
