@@ -37,9 +37,11 @@ let CUR = -1;
 let CUR_ROOT = null;
 
 /* as futoin-asyncsteps: inside a step, the interface of another step of
- * the same flow is out of bounds */
+ * the same sequence is out of bounds (parallel branches are sequences of
+ * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
-    if (asp._h !== CUR && CUR_ROOT === asp._root && CUR_ROOT !== null) {
+    if (asp._h !== CUR && CUR_ROOT === asp._root && CUR_ROOT !== null && N.valid(asp._h) &&
+        N.rootId(asp._h) === N.rootId(CUR)) {
         const state = CUR_ROOT.state;
         state.error_info = 'Invalid call (sanity check)';
         const e = new Error('InternalError');

@@ -236,3 +236,24 @@ test('nested parallel steps', T, async () => {
     assert.strictEqual(r.err, null);
     assert.deepStrictEqual(done.sort(), ['1.1', '1.2', '2.1', '2.2']);
 });
+
+test('a branch may complete a waiting step of a sibling branch (no sanity error)', T, async () => {
+    const trace = [];
+    let waiter = null;
+    const r = await runFlow((as) => {
+        const p = as.parallel();
+        p.add((as) => {
+            waiter = as;
+            as.waitExternal();
+            trace.push('b1 waits');
+        });
+        p.add((as) => {
+            as.add((as) => {
+                trace.push('b2 completes b1');
+                waiter.success();
+            });
+        });
+    });
+    assert.strictEqual(r.err, null, `${r.err}: ${r.info}`);
+    assert.deepStrictEqual(trace, ['b1 waits', 'b2 completes b1']);
+});
