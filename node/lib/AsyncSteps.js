@@ -42,10 +42,7 @@ let CUR_ROOT = null;
 const sanity = isProduction ? () => {} : (asp) => {
     if (asp._h !== CUR && CUR_ROOT === asp._root && CUR_ROOT !== null && N.valid(asp._h) &&
         N.rootId(asp._h) === N.rootId(CUR)) {
-        const state = CUR_ROOT.state;
-        state.error_info = 'Invalid call (sanity check)';
-        const e = new Error('InternalError');
-        state.last_exception = e;
+        const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)');
         deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
         throw e;
     }
@@ -88,6 +85,15 @@ const successN = (h, args) => {
     }
 };
 
+/* what error(name, info) leaves in the state, as futoin-asyncsteps: the
+ * Error it throws */
+const stateError = (state, name, error_info) => {
+    state.error_info = error_info;
+    const e = new Error(name);
+    state.last_exception = e;
+    return e;
+};
+
 const RAISE_ERROR = 0;
 const RAISE_BREAK = 1;
 const RAISE_CONT = 2;
@@ -107,10 +113,7 @@ const infoArg = (error_info) => (error_info === undefined || error_info === null
 /* error(name, info) of a step: state first, then throw, as
  * futoin-asyncsteps does; from outside a callback the error is raised at once */
 const raise = (root, h, name, error_info) => {
-    const state = root.state;
-    state.error_info = error_info;
-    const e = new Error(name);
-    state.last_exception = e;
+    const e = stateError(root.state, name, error_info);
     if (h === CUR) {
         deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
     } else {
@@ -472,11 +475,7 @@ class ParallelStep {
     }
 
     error(name, error_info) {
-        const state = this._root.state;
-        state.error_info = error_info;
-        const e = new Error(name);
-        state.last_exception = e;
-        throw e;
+        throw stateError(this._root.state, name, error_info);
     }
 
     isAsyncSteps() {
@@ -604,10 +603,7 @@ class AsyncSteps {
     }
 
     error(name, error_info) {
-        const state = this.state;
-        state.error_info = error_info;
-        const e = new Error(name);
-        state.last_exception = e;
+        const e = stateError(this.state, name, error_info);
         if (!this._running) {
             // as futoin-asyncsteps: the queued steps are dropped
             this._ops = [];
@@ -782,23 +778,13 @@ const cleanup = new FinalizationRegistry((h) => {
 const rootOf = (r) => (typeof r === 'number' ? ROOTS[r] : r);
 
 /* a step, loop body or repeat body: fn(as, ...values) */
-const onStep = (r, h, code, a0, a1, a2, a3) => {
-    const root = rootOf(r);
-    const k = code >>> 5;
-    const fn = FNS[k];
-    if ((code & 24) === MODE_STEP) {
-        FNS[k] = undefined;
-    }
-    const n = (code & 7) - 1;
-    const as = new AsyncStepProtector(root, h);
+/* fn(as, ...values) as the step `as` of `root`: its calls are queued
+ * meanwhile; what it throws becomes the flow's error (non-zero result) */
+const invoke = (root, as, fn, n, a0, a1, a2, a3) => {
     const prev = CUR;
     const prevRoot = CUR_ROOT;
-    CUR = h;
+    CUR = as._h;
     CUR_ROOT = root;
-    root._jsErr = null; // a step runs: any earlier error was handled
-    if (!isProduction) {
-        execStack(root, fn, code & 24);
-    }
     try {
         switch (n) {
         case 0: fn(as); break;
@@ -812,10 +798,29 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
         CUR = prev;
         CUR_ROOT = prevRoot;
         onThrow(root, as, e);
-        return F_DONE;
+        return 1;
     }
     CUR = prev;
     CUR_ROOT = prevRoot;
+    return 0;
+};
+
+const onStep = (r, h, code, a0, a1, a2, a3) => {
+    const root = rootOf(r);
+    const k = code >>> 5;
+    const fn = FNS[k];
+    if ((code & 24) === MODE_STEP) {
+        FNS[k] = undefined;
+    }
+    const n = (code & 7) - 1;
+    const as = new AsyncStepProtector(root, h);
+    root._jsErr = null; // a step runs: any earlier error was handled
+    if (!isProduction) {
+        execStack(root, fn, code & 24);
+    }
+    if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
+        return F_DONE;
+    }
     const f = as._f;
     if (as._next !== null && !(f & (F_DONE | F_ADDED | F_WAIT))) {
         successN(h, as._next);
@@ -892,21 +897,7 @@ const onError = (r, h, k, code, info) => {
         state.async_stack = es;
     }
     const as = new AsyncStepProtector(root, h);
-    const prev = CUR;
-    const prevRoot = CUR_ROOT;
-    CUR = h;
-    CUR_ROOT = root;
-    try {
-        fn(as, code);
-    } catch (e) {
-        CUR = prev;
-        CUR_ROOT = prevRoot;
-        onThrow(root, as, e);
-        return F_DONE;
-    }
-    CUR = prev;
-    CUR_ROOT = prevRoot;
-    return as._f;
+    return invoke(root, as, fn, 1, code) !== 0 ? F_DONE : as._f;
 };
 
 const onCancel = (r, h, k) => {

@@ -214,5 +214,6 @@ FutoInSync* js_sync_of(napi_env env, napi_value v);
 /* helpers */
 napi_status js_set_fn(napi_env env, napi_value obj, const char* name, napi_callback cb);
 char* js_strdup(napi_env env, napi_value v); /* malloc'd UTF-8 or NULL */
+napi_value js_addr(napi_env env, const void* p); /* a pointer as a BigInt */
 
 #endif

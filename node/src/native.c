@@ -41,7 +41,7 @@ static int addr_arg(napi_env env, napi_value v, void** out)
     return -1;
 }
 
-static napi_value addr_value(napi_env env, const void* p)
+napi_value js_addr(napi_env env, const void* p)
 {
     napi_value r;
     NAPI_OK(napi_create_bigint_uint64(env, (uint64_t)(uintptr_t)p, &r));
@@ -61,7 +61,7 @@ static napi_value n_binary(napi_env env, napi_callback_info info)
     if (!h) {
         return js_throw_error(env, "InternalError", "Unexpected call, object is out of service");
     }
-    return addr_value(env, h->bsi);
+    return js_addr(env, h->bsi);
 }
 
 static void foreign_finalize(napi_env env, void* data, void* hint)
@@ -139,7 +139,7 @@ static napi_value n_symbol(napi_env env, napi_callback_info info)
     if (!sym) {
         return js_throw_type(env, msg);
     }
-    return addr_value(env, sym);
+    return js_addr(env, sym);
 }
 
 /* addC(h, execute, onerror, data): a C step (addresses as BigInts) */
@@ -189,7 +189,7 @@ static napi_value n_tool_address(napi_env env, napi_callback_info info)
     bool test = false;
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
     napi_get_value_bool(env, argv[0], &test);
-    return addr_value(env, test ? tl_env->test_tool : tl_env->tool);
+    return js_addr(env, test ? tl_env->test_tool : tl_env->tool);
 }
 
 napi_status js_native_register(napi_env env, napi_value exports)

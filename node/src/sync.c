@@ -112,7 +112,7 @@ static napi_value n_sync_adapter(napi_env env, napi_callback_info info)
 {
     jsenv* e = tl_env;
     size_t argc = 3;
-    napi_value argv[3], out;
+    napi_value argv[3];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
     uint32_t kl = 0, ku = 0;
     napi_get_value_uint32(env, argv[1], &kl);
@@ -132,22 +132,20 @@ static napi_value n_sync_adapter(napi_env env, napi_callback_info info)
     js->lock.k = kl;
     js->unlock.root = r;
     js->unlock.k = ku;
-    NAPI_OK(napi_create_bigint_uint64(env, (uint64_t)(uintptr_t)js, &out));
-    return out;
+    return js_addr(env, js);
 }
 
 /* syncAddress(external) -> BigInt FutoInSync* of a Mutex/Throttle/Limiter */
 static napi_value n_sync_address(napi_env env, napi_callback_info info)
 {
     size_t argc = 1;
-    napi_value argv[1], out;
+    napi_value argv[1];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
     FutoInSync* s = js_sync_of(env, argv[0]);
     if (!s) {
         return js_throw_type(env, "a Mutex, Throttle or Limiter of futoin-polyglot expected");
     }
-    NAPI_OK(napi_create_bigint_uint64(env, (uint64_t)(uintptr_t)s, &out));
-    return out;
+    return js_addr(env, s);
 }
 
 FutoInSync* js_sync_of(napi_env env, napi_value v)

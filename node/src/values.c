@@ -364,8 +364,7 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
     case FTN_TYPE_FLOAT: napi_create_double(env, v->f, &r); return r;
     case FTN_TYPE_DOUBLE: napi_create_double(env, v->d, &r); return r;
     default: /* a foreign custom object: its address, for native code */
-        napi_create_bigint_uint64(env, (uint64_t)(uintptr_t)v->p, &r);
-        return r;
+        return js_addr(env, v->p);
     }
 }
 
