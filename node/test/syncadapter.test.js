@@ -43,13 +43,24 @@ static void* complete_later(void* p)
     return NULL;
 }
 
+/* a thread that never completes its step */
+static void* never(void* p)
+{
+    (void)p;
+    for (;;) {
+        struct timespec ts = {3600, 0};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
 __attribute__((visibility("default"))) void t_thread(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)data;
     (void)args;
     pthread_t th;
     bsi->api->waitExternal(bsi);
-    if (pthread_create(&th, NULL, complete_later, bsi) != 0) {
+    if (pthread_create(&th, NULL, data ? never : complete_later, bsi) != 0) {
         bsi->api->handle_error(bsi, "InternalError", "no thread");
         return;
     }
@@ -155,7 +166,8 @@ if (isPolyglot && fs.existsSync(path.resolve(__dirname, '..', '..', 'abi', 'incl
         const $as = require(${JSON.stringify(path.resolve(__dirname, '..'))});
         let done = false;
         if (${keep}) native.keepAlive();
-        $as().add(native.cstep(${JSON.stringify(lib)}, 't_thread'))
+        // with keepAlive() the thread completes the step; without, it never does
+        $as().add(native.cstep(${JSON.stringify(lib)}, 't_thread', { data: ${keep ? '0n' : '1n'} }))
             .add((as) => { done = true; if (${keep}) native.release(); })
             .execute();
         process.on('exit', () => process.stdout.write(done ? 'completed' : 'exited first'));
