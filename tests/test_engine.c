@@ -473,6 +473,107 @@ static void host_step_cancelling_its_flow_ends_it_at_done(void** state)
     assert_trace("host:cancel|again");
 }
 
+/* ---- loop and repeat bodies run by the host (futoin_tool_set_host_loops) ---- */
+
+static void f_host_loop(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    (void)data;
+    fail_msg("the engine called a host loop body itself");
+}
+
+static void f_host_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
+{
+    (void)bsi;
+    (void)data;
+    (void)i;
+    fail_msg("the engine called a host repeat body itself");
+}
+
+static int g_loop_left;
+
+/* runs taken bodies: "rep" traces its iteration and adds a sub-step on the
+ * second; "loop" breaks when g_loop_left runs out */
+static void host_drain_bodies(void)
+{
+    void* data;
+    const FutoInArgs* args;
+    FutoInAsyncSteps* bsi;
+    while ((bsi = futoin_tool_host_next(g_fx.tool, &data, &args))) {
+        size_t i = 99;
+        int kind = futoin_tool_host_kind(bsi, &i);
+        const char* what = data;
+        if (kind == FUTOIN_HOST_REPEAT) {
+            trace("%s:%d", what, (int)i);
+            if (i == 1) {
+                bsi->api->add(bsi, "sub", f_trace, NULL);
+            }
+        } else if (kind == FUTOIN_HOST_LOOP) {
+            trace("%s", what);
+            if (--g_loop_left == 0) {
+                bsi->api->breakLoop(bsi, NULL);
+            }
+        } else {
+            trace("step:%s", what);
+        }
+        futoin_tool_host_done(bsi);
+    }
+}
+
+static void host_bodies_run_in_order_with_substeps_and_break(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    futoin_tool_set_host_loops(g_fx.tool, f_host_loop, f_host_repeat);
+    FutoInAsyncSteps* r = g_fx.root;
+    g_loop_left = 2;
+    r->api->repeat(r, "rep", 3, f_host_repeat, NULL);
+    r->api->add(r, "mid", f_trace, NULL);
+    r->api->loop(r, "loop", f_host_loop, NULL);
+    r->api->add(r, "end", f_host, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    for (;;) {
+        int64_t d = futoin_tool_iterate(g_fx.tool, 0);
+        host_drain_bodies();
+        if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
+            break;
+        }
+    }
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
+    assert_trace("rep:0|rep:1|sub|rep:2|mid|loop|loop|step:end");
+}
+
+static void host_repeat_of_a_million_is_bounded_by_bursts(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_loops(g_fx.tool, f_host_loop, f_host_repeat);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->repeat(r, "rep", 1000000, f_host_repeat, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    size_t n = 0, turns = 0, last = 0;
+    for (;;) {
+        int64_t d = futoin_tool_iterate(g_fx.tool, 0);
+        ++turns;
+        void* data;
+        const FutoInArgs* args;
+        FutoInAsyncSteps* bsi;
+        while ((bsi = futoin_tool_host_next(g_fx.tool, &data, &args))) {
+            size_t i = 0;
+            assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);
+            assert_true(i == n);
+            last = i;
+            ++n;
+            futoin_tool_host_done(bsi);
+        }
+        if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
+            break;
+        }
+    }
+    assert_true(n == 1000000);
+    assert_true(last == 999999);
+    assert_true(turns >= 1000000 / 100); /* a burst per turn, never all at once */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +581,8 @@ int main(void)
             T(host_step_waiting_is_completed_from_outside),
             T(host_step_executing_another_root_only_schedules_it),
             T(host_step_cancelling_its_flow_ends_it_at_done),
+            T(host_bodies_run_in_order_with_substeps_and_break),
+            T(host_repeat_of_a_million_is_bounded_by_bursts),
             T(million_iterations_constant_stack),
             T(million_loop_iterations_with_substeps),
             T(nested_levels_constant_stack),

@@ -104,6 +104,9 @@ struct FutoInAsyncTool_
     FutoInArgs in_args; /* what the running step callback received */
     /* steps whose callback the host runs itself (futoin_tool_set_host_exec) */
     FutoInAsyncSteps_execute_callback host_exec;
+    /* loop and repeat bodies the host runs itself (futoin_tool_set_host_loops) */
+    void (*host_loop)(FutoInAsyncSteps* bsi, void* data);
+    void (*host_repeat)(FutoInAsyncSteps* bsi, void* data, size_t i);
     struct fstrand* host_head;
     struct fstrand* host_tail;
     uint32_t host_active; /* host steps taken and not done: inside callbacks */

@@ -481,6 +481,30 @@ static void step_exec(fstrand* st, fstep* c)
 /* Runs loop iterations with one reused body frame while they complete
  * trivially (no sub-steps, waits, errors or stack memory); anything else goes
  * through the general machinery. Returns R_STOP when the burst is used up. */
+/* the step leaves the loop for the host, which runs its callback and calls
+ * futoin_tool_host_done(); the flow stays in its callback meanwhile (depth
+ * held), as if the engine had called it */
+static void host_suspend(fstrand* st, fstep* c, uint32_t budget)
+{
+    FutoInAsyncTool* t = st->flow->tool;
+    c->state = FS_EXEC;
+    if (FTN_LIKELY(fargs_empty(&st->out_args))) {
+        fargs_zero(&st->host_args); /* a struct copy would be `rep movs` */
+    } else {
+        st->host_args = st->out_args;
+        fargs_zero(&st->out_args);
+    }
+    st->host_budget = budget;
+    st->host_next = NULL;
+    if (t->host_tail) {
+        t->host_tail->host_next = st;
+    } else {
+        t->host_head = st;
+    }
+    t->host_tail = st;
+    ++st->flow->depth;
+}
+
 static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
 {
     fflow* fl = f->flow;
@@ -518,8 +542,16 @@ static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
         st->top = c;
         if (repeat) {
             c->u.iter = f->u.loop.i++;
+            if (f->fn.repeat == fl->tool->host_repeat) {
+                host_suspend(st, c, *budget);
+                return R_STOP;
+            }
             f->fn.repeat(&c->iface, c->data, c->u.iter);
         } else {
+            if (f->fn.loop == fl->tool->host_loop) {
+                host_suspend(st, c, *budget);
+                return R_STOP;
+            }
             f->fn.loop(&c->iface, c->data);
         }
         if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs && !c->on_cancel
@@ -652,26 +684,6 @@ static int strand_unwind(fstrand* st)
     }
     frame_pop(st, f);
     return R_CONT;
-}
-
-/* the step leaves the loop for the host, which runs its callback and calls
- * futoin_tool_host_done(); the flow stays in its callback meanwhile (depth
- * held), as if the engine had called it */
-static void host_suspend(fstrand* st, fstep* c, uint32_t budget)
-{
-    FutoInAsyncTool* t = st->flow->tool;
-    c->state = FS_EXEC;
-    st->host_args = st->out_args;
-    fargs_zero(&st->out_args);
-    st->host_budget = budget;
-    st->host_next = NULL;
-    if (t->host_tail) {
-        t->host_tail->host_next = st;
-    } else {
-        t->host_head = st;
-    }
-    t->host_tail = st;
-    ++st->flow->depth;
 }
 
 static void strand_run_budget(fstrand* st, uint32_t budget);
@@ -1072,6 +1084,41 @@ void futoin_tool_set_host_exec(FutoInAsyncTool* t, FutoInAsyncSteps_execute_call
     }
 }
 
+void futoin_tool_set_host_loops(
+        FutoInAsyncTool* t,
+        void (*loop)(FutoInAsyncSteps* bsi, void* data),
+        void (*repeat)(FutoInAsyncSteps* bsi, void* data, size_t i))
+{
+    if (t) {
+        t->host_loop = loop;
+        t->host_repeat = repeat;
+    }
+}
+
+int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return -1;
+    }
+    fstep* c = fstep_of(bsi);
+    if (c->state != FS_EXEC || !c->strand || c->strand->top != c) {
+        return -1;
+    }
+    switch (c->kind) {
+    case FK_STEP:
+        return FUTOIN_HOST_STEP;
+    case FK_LOOP_BODY:
+        return FUTOIN_HOST_LOOP;
+    case FK_REPEAT_BODY:
+        if (iter) {
+            *iter = c->u.iter;
+        }
+        return FUTOIN_HOST_REPEAT;
+    default:
+        return -1;
+    }
+}
+
 int futoin_tool_host_pending(FutoInAsyncTool* t)
 {
     return t && t->host_head;
@@ -1117,7 +1164,10 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
     int was_running = t->running;
     t->running = 1;
     fargs_reset(&st->host_args); /* as after any execute callback */
-    if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs && !c->on_cancel && !c->timer)) {
+    if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs && !c->on_cancel && !c->timer
+                   && (c->kind == FK_STEP || !(fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ))))) {
+        /* a body that only ran goes back to its loop, which takes the next
+         * iteration, as loop_run() does */
         st->top = c->parent;
         step_retire(c);
         c->state = FS_FREE;

@@ -26,6 +26,9 @@ const F_WAIT = 2;
 const F_DONE = 4;
 
 const MODE_STEP = 0;
+const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
+const HOST_TAKE = 16;
+const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
 
 const { FNS, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
 const allocK = reg.allocK;
@@ -525,6 +528,15 @@ class AsyncSteps {
         this._reject = null;
         this._async_tool = async_tool;
         this._test = async_tool === AsyncToolTest;
+        // every field from the start: one hidden class for all roots
+        this._foreign = false;
+        this._direct = false;
+        this._es = undefined;
+        this._esLoop = undefined;
+        this._raiseKind = RAISE_ERROR;
+        this._raiseCode = undefined;
+        this._raiseInfo = undefined;
+        this._syncs = undefined;
     }
 
     _checkIdle() {
@@ -947,11 +959,24 @@ const drainHost = (test) => {
     const SH = reg.SH;
     try {
         let budget = 100;
-        let code = N.hostNext(test);
+        const testBit = test ? HOST_TEST : 0;
+        SH[8] = testBit;
+        N.hostNext();
+        let code = SH[9];
         while (code !== 0) {
             const h = SH[5];
-            const flags = onStep(SH[6], h, code, HOST_ARGS[0], HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
-            code = N.hostDone(h, flags, test, --budget > 0);
+            let a0 = HOST_ARGS[0];
+            if ((code & 24) === MODE_REPEAT_BITS) {
+                a0 = SH[7]; // the iteration (-1: past int32, in HOST_ARGS[0])
+                if (a0 < 0) {
+                    a0 = HOST_ARGS[0];
+                }
+            }
+            const flags = onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
+            SH[5] = h; // a nested drain of the other tool may have changed it
+            SH[8] = flags | testBit | (--budget > 0 ? HOST_TAKE : 0);
+            N.hostDone();
+            code = SH[9];
         }
     } finally {
         draining[which] = false;

@@ -30,6 +30,8 @@
 #define JS_F_ADDED 1
 #define JS_F_WAIT 2
 #define JS_F_DONE 4
+#define JS_HOST_TEST 8  /* hostNext/hostDone: the AsyncToolTest tool */
+#define JS_HOST_TAKE 16 /* hostDone: hand over the next step (the burst goes on) */
 
 enum hkind
 {
@@ -86,6 +88,9 @@ typedef struct jfrag
 #define SH_SPILL 4   /* released indices that did not fit (fetch with drainSpill) */
 #define SH_H 5       /* hostNext/hostDone: the step's handle */
 #define SH_ROOT 6    /* hostNext/hostDone: its root's slot */
+#define SH_ITER 7    /* hostNext/hostDone: a repeat body's iteration (-1: in hostArgs[0]) */
+#define SH_HOST_IN 8  /* hostNext/hostDone: JS_F_* | JS_HOST_* from JS */
+#define SH_HOST_OUT 9 /* hostNext/hostDone: the code of the next JS step, 0: none */
 #define SH_OPS 16
 #define SH_OPS_CAP 3072
 #define SH_FREED (SH_OPS + SH_OPS_CAP)

@@ -269,6 +269,19 @@ static void tr_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
     js_run_step(bsi, data, MODE_REPEAT, NULL, i);
 }
 
+/* loop and repeat bodies of our own roots: taken by JS as host steps too */
+static void tr_host_loop(FutoInAsyncSteps* bsi, void* data)
+{
+    ((jfrag*)data)->root->e->host_fallbacks++;
+    js_run_step(bsi, data, MODE_LOOP, NULL, 0);
+}
+
+static void tr_host_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
+{
+    ((jfrag*)data)->root->e->host_fallbacks++;
+    js_run_step(bsi, data, MODE_REPEAT, NULL, i);
+}
+
 static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
 {
     jfrag* f = data;
@@ -722,7 +735,7 @@ static napi_value n_loop(napi_env env, napi_callback_info info)
         return NULL;
     }
     char* label = js_strdup(env, argv[2]);
-    bsi->api->loop(bsi, f, tr_loop, label);
+    bsi->api->loop(bsi, f, f->root->foreign ? tr_loop : tr_host_loop, label);
     free(label);
     return NULL;
 }
@@ -741,7 +754,7 @@ static napi_value n_repeat(napi_env env, napi_callback_info info)
         return NULL;
     }
     char* label = js_strdup(env, argv[3]);
-    bsi->api->repeat(bsi, f, (size_t)count, tr_repeat, label);
+    bsi->api->repeat(bsi, f, (size_t)count, f->root->foreign ? tr_repeat : tr_host_repeat, label);
     free(label);
     return NULL;
 }
@@ -797,7 +810,22 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
     e->sh[SH_H] = (int32_t)(e->slots[s].gen << 20 | s);
     e->sh[SH_ROOT] = (int32_t)f->root->slot;
     int n = 0;
-    if (args->arg0.type) {
+    size_t iter = 0;
+    int mode = futoin_tool_host_kind(bsi, &iter);
+    if (mode == FUTOIN_HOST_REPEAT) {
+        /* the iteration: in SH_ITER, or in hostArgs[0] past int32 */
+        n = 1;
+        if (iter <= INT32_MAX) {
+            e->sh[SH_ITER] = (int32_t)iter;
+        } else {
+            napi_value arr, v;
+            e->sh[SH_ITER] = -1;
+            if (napi_get_reference_value(env, e->host_args, &arr) == napi_ok && arr
+                    && napi_create_double(env, (double)iter, &v) == napi_ok) {
+                napi_set_element(env, arr, 0, v);
+            }
+        }
+    } else if (args->arg0.type) {
         napi_value vals[4], arr;
         n = jv_from_args(env, args, vals);
         if (n < 0) {
@@ -814,33 +842,39 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
             }
         }
     }
-    return (int32_t)(f->k * 32 + (uint32_t)(n + 1));
+    return (int32_t)(f->k * 32 + (uint32_t)(mode > 0 ? mode : 0) * 8 + (uint32_t)(n + 1));
 }
 
-static FutoInAsyncTool* tool_of_test(napi_env env, jsenv* e, napi_value v)
-{
-    return bool_arg(env, v) ? e->test_tool : e->tool;
-}
-
-/* hostNext(test) -> code of the next JS step to run, 0 when none */
+/* hostNext(): SH_HOST_IN holds JS_HOST_TEST for the test tool; the code of
+ * the next JS step to run (0: none) comes back in SH_HOST_OUT. Arguments
+ * and results go through shared memory: this is paid once per step. */
 static napi_value n_host_next(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(1);
-    napi_value out;
-    NAPI_OK(napi_create_int32(env, host_take(e, tool_of_test(env, e, argv[0])), &out));
-    return out;
+    (void)env;
+    (void)info;
+    jsenv* e = tl_env;
+    if (e->sh[SH_OPS_N]) {
+        js_flush_ops(e);
+    }
+    int32_t in = e->sh[SH_HOST_IN];
+    e->sh[SH_HOST_OUT] = host_take(e, (in & JS_HOST_TEST) ? e->test_tool : e->tool);
+    return NULL;
 }
 
-/* hostDone(h, flags, test, take) -> code of the next JS step (when `take`),
- * 0 when none: the step ran; the engine goes on with its flow at once */
+/* hostDone(): the step SH_H ran and did SH_HOST_IN's JS_F_* (with
+ * JS_HOST_TEST, JS_HOST_TAKE); the engine goes on with its flow at once and,
+ * with JS_HOST_TAKE, the code of the next JS step comes back in SH_HOST_OUT */
 static napi_value n_host_done(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(4);
-    int32_t id = 0, flags = 0;
-    napi_get_value_int32(env, argv[0], &id);
-    napi_get_value_int32(env, argv[1], &flags);
+    (void)env;
+    (void)info;
+    jsenv* e = tl_env;
+    if (e->sh[SH_OPS_N]) {
+        js_flush_ops(e);
+    }
+    int32_t id = e->sh[SH_H];
+    int32_t flags = e->sh[SH_HOST_IN];
     uint32_t s = (uint32_t)id & ((1u << 20) - 1);
-    napi_value out;
     if (s && s < e->nslots && e->slots[s].kind == HK_STEP && (uint32_t)id == (e->slots[s].gen << 20 | s)) {
         FutoInAsyncSteps* bsi = e->slots[s].bsi;
         if ((flags & JS_F_DONE) || !(flags & (JS_F_ADDED | JS_F_WAIT))) {
@@ -853,16 +887,16 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
         futoin_tool_host_done(bsi);
         lz_leave(e, &lz);
     }
-    FutoInAsyncTool* t = tool_of_test(env, e, argv[2]);
-    if (!bool_arg(env, argv[3])) {
+    FutoInAsyncTool* t = (flags & JS_HOST_TEST) ? e->test_tool : e->tool;
+    if (!(flags & JS_HOST_TAKE)) {
         if (t == e->tool && futoin_tool_host_pending(t)) {
             jd_arm_ready(e); /* the burst is over: the rest on the next turn */
         }
-        NAPI_OK(napi_create_int32(env, 0, &out));
-        return out;
+        e->sh[SH_HOST_OUT] = 0;
+        return NULL;
     }
-    NAPI_OK(napi_create_int32(env, host_take(e, t), &out));
-    return out;
+    e->sh[SH_HOST_OUT] = host_take(e, t);
+    return NULL;
 }
 
 /* rootNew(test) -> handle of a C root made before execute() (binary()) */
@@ -1113,6 +1147,8 @@ static napi_value n_stats(napi_env env, napi_callback_info info)
     napi_set_named_property(env, o, "slots", v);
     napi_create_uint32(env, live, &v);
     napi_set_named_property(env, o, "live", v);
+    napi_create_uint32(env, e->host_fallbacks, &v);
+    napi_set_named_property(env, o, "hostFallbacks", v);
     return o;
 }
 
@@ -1120,6 +1156,8 @@ napi_status js_steps_register(napi_env env, napi_value exports)
 {
     futoin_tool_set_host_exec(tl_env->tool, tr_host_step);
     futoin_tool_set_host_exec(tl_env->test_tool, tr_host_step);
+    futoin_tool_set_host_loops(tl_env->tool, tr_host_loop, tr_host_repeat);
+    futoin_tool_set_host_loops(tl_env->test_tool, tr_host_loop, tr_host_repeat);
     static const struct
     {
         const char* name;

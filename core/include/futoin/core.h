@@ -158,6 +158,22 @@ FUTOIN_API int futoin_tool_host_pending(FutoInAsyncTool* tool);
 FUTOIN_API FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* tool, void** data, const FutoInArgs** args);
 FUTOIN_API void futoin_tool_host_done(FutoInAsyncSteps* bsi);
 
+/* Loop and repeat bodies run by the host, the same way: each iteration of a
+ * loop()/repeat() made with these callbacks is taken with host_next() (no
+ * values) and reported with host_done(). futoin_tool_host_kind() tells a
+ * taken step from a body and gives a repeat body its iteration. NULL turns
+ * either off. */
+FUTOIN_API void futoin_tool_set_host_loops(
+        FutoInAsyncTool* tool,
+        void (*loop)(FutoInAsyncSteps* bsi, void* data),
+        void (*repeat)(FutoInAsyncSteps* bsi, void* data, size_t i));
+#define FUTOIN_HOST_STEP 0
+#define FUTOIN_HOST_LOOP 1
+#define FUTOIN_HOST_REPEAT 2
+/* FUTOIN_HOST_* of a step taken with host_next(); *iter (may be NULL) gets a
+ * repeat body's iteration. -1 for anything else. */
+FUTOIN_API int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter);
+
 /* The tool of any bsi of this implementation; NULL for a foreign pointer. */
 FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
 /* 1 when `bsi` was made by this library. */
