@@ -574,6 +574,90 @@ static void host_repeat_of_a_million_is_bounded_by_bursts(void** state)
     assert_true(turns >= 1000000 / 100); /* a burst per turn, never all at once */
 }
 
+/* ---- error handlers run by the host (futoin_tool_set_host_error) ---- */
+
+static void eh_host(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)bsi;
+    (void)data;
+    (void)code;
+    fail_msg("the engine called a host error handler itself");
+}
+
+/* an engine step whose sub-step's handler ("re") raises Other; its own
+ * handler ("outer", host) then passes it on to the root */
+static void f_host_outer_adds_re(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, "re", f_host, eh_host);
+}
+
+/* runs taken steps and handlers by their data: "fail:X" raises X; handler
+ * "rec" recovers, "sub" adds a sub-step, "re" raises Other, "pass" does
+ * nothing (the error goes on) */
+static void host_drain_eh(void)
+{
+    void* data;
+    const FutoInArgs* args;
+    FutoInAsyncSteps* bsi;
+    while ((bsi = futoin_tool_host_next(g_fx.tool, &data, &args))) {
+        const char* what = data;
+        int kind = futoin_tool_host_kind(bsi, NULL);
+        if (kind == FUTOIN_HOST_ERROR) {
+            trace("eh:%s:%s", what, futoin_tool_host_error(bsi));
+            if (!strcmp(what, "rec")) {
+                bsi->api->success(bsi, NULL);
+            } else if (!strcmp(what, "sub")) {
+                bsi->api->add(bsi, "inner", f_trace, NULL);
+            } else if (!strcmp(what, "re")) {
+                bsi->api->handle_error(bsi, "Other", "i2");
+            }
+        } else {
+            assert_int_equal(kind, FUTOIN_HOST_STEP);
+            assert_null(futoin_tool_host_error(bsi));
+            trace("step:%s", what);
+            bsi->api->handle_error(bsi, "Fail", "i1");
+        }
+        futoin_tool_host_done(bsi);
+    }
+}
+
+static void host_error_handlers_recover_add_raise_and_pass_on(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    futoin_tool_set_host_error(g_fx.tool, eh_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "rec", f_host, eh_host);
+    r->api->add(r, "sub", f_host, eh_host);
+    r->api->add(r, "after", f_trace, NULL);
+    r->api->add(r, "pass", f_host, eh_host);
+    r->api->execute(r, NULL, on_unhandled);
+    for (;;) {
+        int64_t d = futoin_tool_iterate(g_fx.tool, 0);
+        host_drain_eh();
+        if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
+            break;
+        }
+    }
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
+    assert_trace("step:rec|eh:rec:Fail|step:sub|eh:sub:Fail|inner|after|step:pass|eh:pass:Fail"
+                 "|unhandled:Fail:i1");
+    /* a handler raising its own error: the outer handler gets it */
+    r->api->add(r, "outer", f_host_outer_adds_re, eh_host);
+    r->api->execute(r, NULL, on_unhandled);
+    for (;;) {
+        int64_t d = futoin_tool_iterate(g_fx.tool, 0);
+        host_drain_eh();
+        if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
+            break;
+        }
+    }
+    assert_trace("step:rec|eh:rec:Fail|step:sub|eh:sub:Fail|inner|after|step:pass|eh:pass:Fail"
+                 "|unhandled:Fail:i1|step:re|eh:re:Fail|eh:outer:Other|unhandled:Other:i2");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +667,7 @@ int main(void)
             T(host_step_cancelling_its_flow_ends_it_at_done),
             T(host_bodies_run_in_order_with_substeps_and_break),
             T(host_repeat_of_a_million_is_bounded_by_bursts),
+            T(host_error_handlers_recover_add_raise_and_pass_on),
             T(million_iterations_constant_stack),
             T(million_loop_iterations_with_substeps),
             T(nested_levels_constant_stack),

@@ -107,6 +107,7 @@ struct FutoInAsyncTool_
     /* loop and repeat bodies the host runs itself (futoin_tool_set_host_loops) */
     void (*host_loop)(FutoInAsyncSteps* bsi, void* data);
     void (*host_repeat)(FutoInAsyncSteps* bsi, void* data, size_t i);
+    FutoInAsyncSteps_error_callback host_eh;
     struct fstrand* host_head;
     struct fstrand* host_tail;
     uint32_t host_active; /* host steps taken and not done: inside callbacks */

@@ -484,10 +484,10 @@ static void step_exec(fstrand* st, fstep* c)
 /* the step leaves the loop for the host, which runs its callback and calls
  * futoin_tool_host_done(); the flow stays in its callback meanwhile (depth
  * held), as if the engine had called it */
-static void host_suspend(fstrand* st, fstep* c, uint32_t budget)
+static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state)
 {
     FutoInAsyncTool* t = st->flow->tool;
-    c->state = FS_EXEC;
+    c->state = state;
     if (FTN_LIKELY(fargs_empty(&st->out_args))) {
         fargs_zero(&st->host_args); /* a struct copy would be `rep movs` */
     } else {
@@ -543,13 +543,13 @@ static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
         if (repeat) {
             c->u.iter = f->u.loop.i++;
             if (f->fn.repeat == fl->tool->host_repeat) {
-                host_suspend(st, c, *budget);
+                host_suspend(st, c, *budget, FS_EXEC);
                 return R_STOP;
             }
             f->fn.repeat(&c->iface, c->data, c->u.iter);
         } else {
             if (f->fn.loop == fl->tool->host_loop) {
-                host_suspend(st, c, *budget);
+                host_suspend(st, c, *budget, FS_EXEC);
                 return R_STOP;
             }
             f->fn.loop(&c->iface, c->data);
@@ -616,7 +616,10 @@ static int is_loop_match(fstep* f, const char* code, int* cont)
 }
 
 /* Handle one frame of error unwinding at the top of `st`. */
-static int strand_unwind(fstrand* st)
+static int eh_after(fstrand* st, fstep* f);
+static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state);
+
+static int strand_unwind(fstrand* st, uint32_t budget)
 {
     fstep* f = st->top;
     if (st->info_pending) {
@@ -669,20 +672,28 @@ static int strand_unwind(fstrand* st)
         f->flags = (uint16_t)((f->flags & F_LOCKED) | F_EH_USED);
         f->state = FS_EH;
         st->err_pending = 0;
-        f->eh(&f->iface, f->data, strand_code(st));
-        if (f->flags & F_ERROR) {
-            st->err_pending = 1;
-        } else if (f->flags & F_SUCCESS) {
-            frame_pop(st, f);
-            return R_CONT;
-        } else if (f->q_head) {
-            f->state = FS_SUB;
-            return R_CONT;
-        } else {
-            st->err_pending = 1;
+        if (f->eh == f->flow->tool->host_eh) {
+            host_suspend(st, f, budget, FS_EH);
+            return R_STOP; /* host_done() goes on with eh_after() */
         }
+        f->eh(&f->iface, f->data, strand_code(st));
+        return eh_after(st, f);
     }
     frame_pop(st, f);
+    return R_CONT;
+}
+
+/* what an error handler did: recovered, added steps, or the error goes on */
+static int eh_after(fstrand* st, fstep* f)
+{
+    if (f->flags & F_SUCCESS && !(f->flags & F_ERROR)) {
+        frame_pop(st, f);
+    } else if (f->q_head && !(f->flags & F_ERROR)) {
+        f->state = FS_SUB;
+    } else {
+        st->err_pending = 1;
+        frame_pop(st, f);
+    }
     return R_CONT;
 }
 
@@ -705,7 +716,7 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
         }
         int r;
         if (st->err_pending) {
-            r = strand_unwind(st);
+            r = strand_unwind(st, budget);
         } else {
             fstep* f = st->top;
             if (f->state == FS_SUB) {
@@ -730,7 +741,7 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                     st->top = c;
                     if (FTN_LIKELY(c->kind == FK_STEP)) {
                         if (c->fn.exec == t->host_exec && t->host_exec) {
-                            host_suspend(st, c, budget);
+                            host_suspend(st, c, budget, FS_EXEC);
                             break;
                         }
                         /* the common case, kept lean: a plain step */
@@ -1095,13 +1106,38 @@ void futoin_tool_set_host_loops(
     }
 }
 
+void futoin_tool_set_host_error(FutoInAsyncTool* t, FutoInAsyncSteps_error_callback eh)
+{
+    if (t) {
+        t->host_eh = eh;
+    }
+}
+
+const char* futoin_tool_host_error(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return NULL;
+    }
+    fstep* c = fstep_of(bsi);
+    if (c->state != FS_EH || !c->strand || c->strand->top != c) {
+        return NULL;
+    }
+    return strand_code(c->strand);
+}
+
 int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter)
 {
     if (!futoin_steps_is_native(bsi)) {
         return -1;
     }
     fstep* c = fstep_of(bsi);
-    if (c->state != FS_EXEC || !c->strand || c->strand->top != c) {
+    if (!c->strand || c->strand->top != c) {
+        return -1;
+    }
+    if (c->state == FS_EH) {
+        return FUTOIN_HOST_ERROR;
+    }
+    if (c->state != FS_EXEC) {
         return -1;
     }
     switch (c->kind) {
@@ -1153,7 +1189,7 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
     }
     fstep* c = fstep_of(bsi);
     fstrand* st = c->strand;
-    if (!st || c->state != FS_EXEC || st->top != c) {
+    if (!st || (c->state != FS_EXEC && c->state != FS_EH) || st->top != c) {
         fprintf(stderr, "futoin: InternalError: futoin_tool_host_done(): not a step taken with "
                         "futoin_tool_host_next() (ignored)\n");
         return;
@@ -1164,7 +1200,9 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
     int was_running = t->running;
     t->running = 1;
     fargs_reset(&st->host_args); /* as after any execute callback */
-    if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs && !c->on_cancel && !c->timer
+    if (c->state == FS_EH) {
+        eh_after(st, c);
+    } else if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs && !c->on_cancel && !c->timer
                    && (c->kind == FK_STEP || !(fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ))))) {
         /* a body that only ran goes back to its loop, which takes the next
          * iteration, as loop_run() does */

@@ -28,7 +28,8 @@ const F_DONE = 4;
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
 const HOST_TAKE = 16;
-const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
+const MODE_REPEAT_BITS = 16;
+const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS // MODE_REPEAT (2) << 3 in a step code
 
 const { FNS, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
 const allocK = reg.allocK;
@@ -972,7 +973,9 @@ const drainHost = (test) => {
                     a0 = HOST_ARGS[0];
                 }
             }
-            const flags = onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
+            const flags = (code & 24) === MODE_ERROR_BITS ?
+                onError(SH[6], h, (code >>> 5) + 1, HOST_ARGS[0], HOST_ARGS[1]) :
+                onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
             SH[5] = h; // a nested drain of the other tool may have changed it
             SH[8] = flags | testBit | (--budget > 0 ? HOST_TAKE : 0);
             N.hostDone();

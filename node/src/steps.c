@@ -304,6 +304,18 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
     napi_close_handle_scope(env, hs);
 }
 
+/* error handlers of our own roots: taken by JS as host steps too */
+static void tr_host_error(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    ((jfrag*)data)->root->e->host_fallbacks++;
+    tr_error(bsi, data, code);
+}
+
+static FutoInAsyncSteps_error_callback eh_cb(const jroot* r)
+{
+    return r->foreign ? tr_error : tr_host_error;
+}
+
 static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
 {
     jfrag* f = data;
@@ -476,7 +488,7 @@ void js_flush_ops(jsenv* e)
             FutoInAsyncSteps* to = op == OP_PADD ? par : t;
             jfrag* f = to ? jr_frag(t, r, (uint32_t)a) : NULL;
             if (f) {
-                to->api->add(to, f, step_cb(r), b ? tr_error : NULL);
+                to->api->add(to, f, step_cb(r), b ? eh_cb(r) : NULL);
             } else {
                 release_k(e, (uint32_t)a);
             }
@@ -484,7 +496,7 @@ void js_flush_ops(jsenv* e)
         }
         case OP_PAR: {
             jfrag* f = jr_frag(t, r, (uint32_t)a);
-            par = f ? t->api->parallel(t, f, b ? tr_error : NULL) : NULL;
+            par = f ? t->api->parallel(t, f, b ? eh_cb(r) : NULL) : NULL;
             if (!f) {
                 release_k(e, (uint32_t)a);
             }
@@ -610,7 +622,7 @@ static napi_value n_add(napi_env env, napi_callback_info info)
     if (!f) {
         return NULL;
     }
-    bsi->api->add(bsi, f, step_cb(f->root), bool_arg(env, argv[2]) ? tr_error : NULL);
+    bsi->api->add(bsi, f, step_cb(f->root), bool_arg(env, argv[2]) ? eh_cb(f->root) : NULL);
     return NULL;
 }
 
@@ -624,7 +636,7 @@ static napi_value n_parallel(napi_env env, napi_callback_info info)
         return NULL;
     }
     jroot* r = f->root;
-    FutoInAsyncSteps* p = bsi->api->parallel(bsi, f, bool_arg(env, argv[2]) ? tr_error : NULL);
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, f, bool_arg(env, argv[2]) ? eh_cb(f->root) : NULL);
     if (!p) {
         return js_throw_error(env, "InternalError", "parallel() was refused");
     }
@@ -825,6 +837,22 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
                 napi_set_element(env, arr, 0, v);
             }
         }
+    } else if (mode == FUTOIN_HOST_ERROR) {
+        /* hostArgs[0], [1]: the code and error_info */
+        napi_value arr, v;
+        n = 2;
+        if (napi_get_reference_value(env, e->host_args, &arr) == napi_ok && arr) {
+            const char* code = futoin_tool_host_error(bsi);
+            napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &v);
+            napi_set_element(env, arr, 0, v);
+            const char* ei = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+            if (ei && *ei) {
+                napi_create_string_utf8(env, ei, NAPI_AUTO_LENGTH, &v);
+            } else {
+                napi_get_undefined(env, &v);
+            }
+            napi_set_element(env, arr, 1, v);
+        }
     } else if (args->arg0.type) {
         napi_value vals[4], arr;
         n = jv_from_args(env, args, vals);
@@ -1009,7 +1037,7 @@ static napi_value n_sync(napi_env env, napi_callback_info info)
     if (!f) {
         return NULL;
     }
-    bsi->api->addSync(bsi, s, f, tr_step, bool_arg(env, argv[3]) ? tr_error : NULL);
+    bsi->api->addSync(bsi, s, f, tr_step, bool_arg(env, argv[3]) ? eh_cb(f->root) : NULL);
     return NULL;
 }
 
@@ -1158,6 +1186,8 @@ napi_status js_steps_register(napi_env env, napi_value exports)
     futoin_tool_set_host_exec(tl_env->test_tool, tr_host_step);
     futoin_tool_set_host_loops(tl_env->tool, tr_host_loop, tr_host_repeat);
     futoin_tool_set_host_loops(tl_env->test_tool, tr_host_loop, tr_host_repeat);
+    futoin_tool_set_host_error(tl_env->tool, tr_host_error);
+    futoin_tool_set_host_error(tl_env->test_tool, tr_host_error);
     static const struct
     {
         const char* name;

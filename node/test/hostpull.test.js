@@ -44,6 +44,39 @@ test('steps, loop, repeat and forEach bodies are all pulled by JS', async () => 
     assert.strictEqual(N.stats().hostFallbacks, before);
 });
 
+test('error handlers are pulled by JS, with the code and error_info', async () => {
+    const before = N.stats().hostFallbacks;
+    const seen = [];
+    const state = await run((as) => {
+        as.add((as) => {
+            as.add((as) => as.error('First', 'one'), (as, err) => {
+                seen.push(`${err}:${as.state.error_info}`);
+                as.error('Second', 'two');
+            });
+        }, (as, err) => {
+            seen.push(`${err}:${as.state.error_info}`);
+            as.add((as) => seen.push('sub'));
+        });
+        as.add((as) => {
+            as.setTimeout(1);
+        }, (as, err) => {
+            seen.push(`${err}:${as.state.error_info}`);
+            as.success('recovered');
+        });
+        as.add((as, v) => seen.push(v));
+        as.add((as) => {
+            throw new TypeError('thrown');
+        }, (as, err) => {
+            seen.push(`${err}:${as.state.last_exception.constructor.name}`);
+            as.success();
+        });
+    });
+    assert.deepStrictEqual(seen, ['First:one', 'Second:two', 'sub', 'Timeout:undefined', 'recovered',
+        'thrown:TypeError']);
+    assert.strictEqual(state.error_info, undefined);
+    assert.strictEqual(N.stats().hostFallbacks, before);
+});
+
 test('a long repeat runs in bursts and keeps its iteration numbers', async () => {
     let sum = 0;
     let turns = 0;

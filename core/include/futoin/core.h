@@ -167,9 +167,17 @@ FUTOIN_API void futoin_tool_set_host_loops(
         FutoInAsyncTool* tool,
         void (*loop)(FutoInAsyncSteps* bsi, void* data),
         void (*repeat)(FutoInAsyncSteps* bsi, void* data, size_t i));
+/* Error handlers run by the host, the same way: a handler with this
+ * callback is taken with host_next() (no values) when it is due, gets its
+ * error code from futoin_tool_host_error(), and acts as inside the callback
+ * (success(), add(), handle_error()) before host_done(). */
+FUTOIN_API void futoin_tool_set_host_error(FutoInAsyncTool* tool, FutoInAsyncSteps_error_callback eh);
 #define FUTOIN_HOST_STEP 0
 #define FUTOIN_HOST_LOOP 1
 #define FUTOIN_HOST_REPEAT 2
+#define FUTOIN_HOST_ERROR 3
+/* the error code a taken error handler handles; NULL for anything else */
+FUTOIN_API const char* futoin_tool_host_error(FutoInAsyncSteps* bsi);
 /* FUTOIN_HOST_* of a step taken with host_next(); *iter (may be NULL) gets a
  * repeat body's iteration. -1 for anything else. */
 FUTOIN_API int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter);
