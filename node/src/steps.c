@@ -1037,7 +1037,7 @@ static napi_value n_sync(napi_env env, napi_callback_info info)
     if (!f) {
         return NULL;
     }
-    bsi->api->addSync(bsi, s, f, tr_step, bool_arg(env, argv[3]) ? eh_cb(f->root) : NULL);
+    bsi->api->addSync(bsi, s, f, step_cb(f->root), bool_arg(env, argv[3]) ? eh_cb(f->root) : NULL);
     return NULL;
 }
 
