@@ -535,6 +535,54 @@ static void hooks_arm_reports_next_wakeup(void** state)
     futoin_tool_set_hooks(g_fx.tool, NULL);
 }
 
+static void f_host_marker(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)data;
+    (void)args;
+    fail_msg("the engine called a host step itself");
+}
+
+/* a pending timer must not cost a clock read and a re-arm of the host's
+ * timer on every host step: the earliest deadline did not change */
+static void hooks_not_rearmed_per_step_while_the_deadline_holds(void** state)
+{
+    (void)state;
+    test_clock clk = {5000, 0};
+    futoin_tool_set_clock(g_fx.tool, test_clock_now, &clk);
+    hook_rec rec;
+    memset(&rec, 0, sizeof(rec));
+    FutoInLoopHooks hooks = {&rec, hook_arm, hook_wakeup};
+    futoin_tool_set_hooks(g_fx.tool, &hooks);
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    dfr(1000, "d");
+    FutoInAsyncSteps* r = g_fx.root;
+    for (int i = 0; i < 50; ++i) {
+        r->api->add(r, NULL, f_host_marker, NULL);
+    }
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(rec.last, 1000);
+    int arms = rec.arms, reads = clk.calls, steps = 0;
+    FutoInAsyncSteps* bsi;
+    while ((bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL))) {
+        futoin_tool_host_done(bsi);
+        ++steps;
+    }
+    assert_int_equal(steps, 50);
+    assert_int_equal(rec.arms, arms);
+    assert_int_equal(clk.calls, reads);
+    /* an earlier timer still re-arms at once, and time moving on is seen */
+    dfr(10, "e");
+    assert_int_equal(rec.last, 10);
+    clk.now += 10;
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 990);
+    assert_trace("e@5010");
+    assert_int_equal(rec.last, 990);
+    futoin_tool_set_hooks(g_fx.tool, NULL);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* ---- cross-thread completion ---- */
 
 enum
@@ -788,6 +836,7 @@ int main(void)
             T(advance_moves_virtual_time),
             T(custom_clock_drives_timers),
             T(hooks_arm_reports_next_wakeup),
+            T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(cross_thread_success_with_ref),
             T(cross_thread_handle_error),
             T(cross_thread_unhandled_error),

@@ -130,6 +130,7 @@ struct FutoInAsyncTool_
     FutoInLoopHooks hooks;
     int has_hooks;
     int64_t armed_delay;
+    uint64_t armed_deadline; /* the timer deadline armed_delay was for (UINT64_MAX: none) */
 };
 
 FTN_HIDDEN uint64_t ftool_now(FutoInAsyncTool* t);

@@ -32,6 +32,7 @@ FutoInAsyncTool* futoin_tool_new(void)
     t->owner = pthread_self();
     t->posts_tail = &t->posts;
     t->armed_delay = -2;
+    t->armed_deadline = UINT64_MAX;
     t->next_root_id = 1;
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);
@@ -80,11 +81,13 @@ void futoin_tool_use_virtual_time(FutoInAsyncTool* t)
     }
 }
 
+static void tool_arm(FutoInAsyncTool* t, int64_t d);
+
 void futoin_tool_advance(FutoInAsyncTool* t, uint64_t ms)
 {
     if (t && t->virtual_time) {
         t->vnow += ms;
-        ftool_rearm(t);
+        tool_arm(t, futoin_tool_next_delay(t)); /* the same deadline is nearer now */
     }
 }
 
@@ -411,16 +414,28 @@ int64_t futoin_tool_next_delay(FutoInAsyncTool* t)
     return deadline > now ? (int64_t)(deadline - now) : 0;
 }
 
+/* arm the host for delay `d` (from futoin_tool_next_delay) */
+static void tool_arm(FutoInAsyncTool* t, int64_t d)
+{
+    if (t->has_hooks && (d != t->armed_delay || d > 0)) {
+        t->armed_delay = d;
+        t->armed_deadline = d > 0 ? t->heap[0]->deadline : UINT64_MAX;
+        t->hooks.arm(t->hooks.data, d);
+    }
+}
+
 void ftool_rearm(FutoInAsyncTool* t)
 {
     if (!t->has_hooks) {
         return;
     }
-    int64_t d = futoin_tool_next_delay(t);
-    if (d != t->armed_delay || d > 0) {
-        t->armed_delay = d;
-        t->hooks.arm(t->hooks.data, d);
+    /* the host's timer for the same earliest deadline still holds: no clock
+     * read and no re-arm per step (iterate() and run_one() re-arm fully) */
+    if (t->armed_delay > 0 && !t->q_head && t->heap_len && t->heap[0]->deadline == t->armed_deadline
+            && !atomic_load_explicit(&t->has_posts, memory_order_acquire)) {
+        return;
     }
+    tool_arm(t, futoin_tool_next_delay(t));
 }
 
 void futoin_tool_set_hooks(FutoInAsyncTool* t, const FutoInLoopHooks* hooks)
@@ -432,6 +447,7 @@ void futoin_tool_set_hooks(FutoInAsyncTool* t, const FutoInLoopHooks* hooks)
         t->hooks = *hooks;
         t->has_hooks = 1;
         t->armed_delay = -2;
+    t->armed_deadline = UINT64_MAX;
         ftool_rearm(t);
     } else {
         memset(&t->hooks, 0, sizeof(t->hooks));
@@ -487,11 +503,7 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         ran = 1;
     }
     t->running = 0;
-    int64_t d = futoin_tool_next_delay(t);
-    if (t->has_hooks && (d != t->armed_delay || d > 0)) {
-        t->armed_delay = d;
-        t->hooks.arm(t->hooks.data, d);
-    }
+    tool_arm(t, futoin_tool_next_delay(t));
     return ran;
 }
 
@@ -524,9 +536,6 @@ int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
     }
     t->running = 0;
     int64_t d = futoin_tool_next_delay(t);
-    if (t->has_hooks && (d != t->armed_delay || d > 0)) {
-        t->armed_delay = d;
-        t->hooks.arm(t->hooks.data, d);
-    }
+    tool_arm(t, d);
     return d;
 }
