@@ -887,8 +887,14 @@ const execStack = (root, fn, mode) => {
         if (mark !== undefined && mark.fn === fn) {
             const len = mark.len;
             if (es.length !== len + 1) {
-                es.length = len; // a costly call: only when the body added steps
-                es.push(fn);
+                // the body added steps: back to [..., body] (pop() is cheap,
+                // a store to length is a runtime call)
+                while (es.length > len + 1) {
+                    es.pop();
+                }
+                if (es.length <= len) {
+                    es.push(fn);
+                }
             }
             return; // the body of the same loop again
         }
