@@ -28,6 +28,7 @@ const F_DONE = 4;
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
 const HOST_TAKE = 16;
+const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_CODE_NUM1)
 const MODE_REPEAT_BITS = 16;
 const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS // MODE_REPEAT (2) << 3 in a step code
 
@@ -79,6 +80,9 @@ const register = (func, onerror) => {
 };
 
 const successN = (h, args) => {
+    if (h === CUR && reg.queueSuccess(h, args)) {
+        return;
+    }
     const n = args.length;
     if (n === 0) {
         N.success(h, 0);
@@ -964,6 +968,7 @@ const drainHost = (test) => {
     }
     draining[which] = true;
     const SH = reg.SH;
+    const NUMS = reg.nums;
     try {
         let budget = 100;
         const testBit = test ? HOST_TEST : 0;
@@ -973,7 +978,10 @@ const drainHost = (test) => {
         while (code !== 0) {
             const h = SH[5];
             let a0 = HOST_ARGS[0];
-            if ((code & 24) === MODE_REPEAT_BITS) {
+            if ((code & 7) === CODE_NUM1) {
+                a0 = NUMS[0]; // one number, in shared memory
+                code -= CODE_NUM1 - 2;
+            } else if ((code & 24) === MODE_REPEAT_BITS) {
                 a0 = SH[7]; // the iteration (-1: past int32, in HOST_ARGS[0])
                 if (a0 < 0) {
                     a0 = HOST_ARGS[0];
@@ -993,7 +1001,7 @@ const drainHost = (test) => {
     return 0;
 };
 
-reg.SH = N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, isProduction, HOST_ARGS);
+reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, isProduction, HOST_ARGS));
 reg.drainHost = drainHost;
 
 AsyncSteps.AsyncStepProtector = AsyncStepProtector;

@@ -20,6 +20,7 @@ const SH_FREED = SH_OPS + SH_OPS_CAP;
 const SH_FIN = SH_FREED + 8192;
 
 const OP_TARGET = 1;
+const OP_SUCCESS = 8;
 const SLOT = 1048576; // handles are slot + gen * 2^20
 
 const FNS = []; // callbacks by index: fn at k, its onerror at k + 1
@@ -101,6 +102,42 @@ reg.queue = (h, op, a, b) => {
     SH[SH_OPS + n + 1] = a;
     SH[SH_OPS + n + 2] = b;
     SH[SH_OPS_N] = n + 3;
+};
+
+/* success(...numbers) of the step h whose callback runs: queued as
+ * OP_SUCCESS with the numbers in the Float64Array over the same memory (no
+ * JS value crosses into C); false when the values are not 1..4 numbers */
+const SH_NUM = SH_FIN + 2048;
+const SH_NUM_N = 10;
+const SH_NUM_CAP = 1024;
+reg.nums = null; // the Float64Array, made with the shared memory
+reg.queueSuccess = (h, args) => {
+    const n = args.length;
+    if (n === 0 || n > 4) {
+        return false;
+    }
+    for (let i = 0; i < n; ++i) {
+        if (typeof args[i] !== 'number') {
+            return false;
+        }
+    }
+    const SH = reg.SH;
+    let first = SH[SH_NUM_N] + 1; // double 0 is what C hands over
+    if (first + n > SH_NUM_CAP) {
+        N.flush();
+        first = 1;
+    }
+    const nums = reg.nums;
+    for (let i = 0; i < n; ++i) {
+        nums[first + i] = args[i];
+    }
+    SH[SH_NUM_N] = first - 1 + n;
+    reg.queue(h, OP_SUCCESS, n, first);
+    return true;
+};
+reg.initShared = (SH) => {
+    reg.SH = SH;
+    reg.nums = new Float64Array(SH.buffer, SH_NUM * 4, SH_NUM_CAP);
 };
 
 reg.SLOT = SLOT;

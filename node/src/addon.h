@@ -91,13 +91,20 @@ typedef struct jfrag
 #define SH_ITER 7    /* hostNext/hostDone: a repeat body's iteration (-1: in hostArgs[0]) */
 #define SH_HOST_IN 8  /* hostNext/hostDone: JS_F_* | JS_HOST_* from JS */
 #define SH_HOST_OUT 9 /* hostNext/hostDone: the code of the next JS step, 0: none */
+#define SH_NUM_N 10   /* numbers queued for OP_SUCCESS (the first at double index 1) */
 #define SH_OPS 16
 #define SH_OPS_CAP 3072
 #define SH_FREED (SH_OPS + SH_OPS_CAP)
 #define SH_FREED_CAP 8192
 #define SH_FIN (SH_FREED + SH_FREED_CAP)
 #define SH_FIN_CAP 2048
-#define SH_SIZE (SH_FIN + SH_FIN_CAP)
+/* a Float64Array over the same memory: numbers of OP_SUCCESS (from 1 on,
+ * SH_NUM_N of them queued) and the one number hostNext/hostDone hand over
+ * (index 0, step code low bits JS_CODE_NUM1) */
+#define SH_NUM (SH_FIN + SH_FIN_CAP) /* int32 index; even, so 8-byte aligned */
+#define SH_NUM_CAP 1024              /* doubles */
+#define SH_SIZE (SH_NUM + 2 * SH_NUM_CAP)
+#define JS_CODE_NUM1 6 /* low 3 bits of a step code: one number, in the Float64Array at 0 */
 
 enum jop
 {
@@ -108,6 +115,7 @@ enum jop
     OP_WAIT,       /* -, - */
     OP_TIMEOUT,    /* ms, - */
     OP_CANCEL,     /* k, - */
+    OP_SUCCESS,    /* n (1..4), first: success() with n numbers queued at double index first */
 };
 
 struct jsenv
@@ -188,6 +196,10 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v);
 /* the number of values a step receives, and them in argv[0..3]; a pack of
  * more than four is spread by JS (n < 0: -n values in argv[0] as an array) */
 int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv);
+/* a JS number as a value (what jv_to_value makes of it) */
+void jv_number(double d, FutoInBinaryValue* out);
+/* a value JS gets as a plain number: 1 and *d set, else 0 */
+int jv_as_number(const FutoInBinaryValue* v, double* d);
 int jv_args_from_js(napi_env env, size_t n, napi_value* argv, FutoInArgs* out);
 
 /* the driver (driver.c) */

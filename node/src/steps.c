@@ -462,6 +462,7 @@ void js_flush_ops(jsenv* e)
     int32_t* sh = e->sh;
     int32_t n = sh[SH_OPS_N];
     sh[SH_OPS_N] = 0;
+    sh[SH_NUM_N] = 0;
     FutoInAsyncSteps* t = NULL;
     FutoInAsyncSteps* par = NULL;
     jroot* r = NULL;
@@ -508,6 +509,17 @@ void js_flush_ops(jsenv* e)
         case OP_TIMEOUT:
             t->api->setTimeout(t, (uint32_t)a);
             break;
+        case OP_SUCCESS: {
+            /* success() of a step with 1..4 numbers: no JS values to convert */
+            const double* nums = (const double*)(void*)(sh + SH_NUM);
+            FutoInArgs args;
+            memset(&args, 0, sizeof(args));
+            for (int32_t j = 0; j < a && j < 4 && b + j < SH_NUM_CAP; ++j) {
+                jv_number(nums[b + j], &args.args[j]);
+            }
+            t->api->success(t, &args);
+            break;
+        }
         case OP_CANCEL: {
             jfrag* f = jr_frag(t, r, (uint32_t)a);
             if (f) {
@@ -853,6 +865,8 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
             }
             napi_set_element(env, arr, 1, v);
         }
+    } else if (args->arg0.type && !args->arg1.type && jv_as_number(&args->arg0, (double*)(void*)(e->sh + SH_NUM))) {
+        n = JS_CODE_NUM1 - 1; /* one number, handed over in shared memory */
     } else if (args->arg0.type) {
         napi_value vals[4], arr;
         n = jv_from_args(env, args, vals);

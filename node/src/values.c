@@ -113,13 +113,7 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
         if (napi_get_value_double(env, v, &d) != napi_ok) {
             return -1;
         }
-        if (d == trunc(d) && fabs(d) <= 9007199254740991.0 && !(d == 0 && signbit(d))) {
-            out->type = &k_num_int;
-            out->i64 = (int64_t)d;
-        } else {
-            out->type = &k_num_dbl;
-            out->d = d;
-        }
+        jv_number(d, out);
         return 0;
     }
     case napi_string: {
@@ -255,6 +249,31 @@ static napi_value from_utf32(napi_env env, const char32_t* s, uint32_t n)
         free(buf);
     }
     return r;
+}
+
+void jv_number(double d, FutoInBinaryValue* out)
+{
+    if (d == trunc(d) && fabs(d) <= 9007199254740991.0 && !(d == 0 && signbit(d))) {
+        out->type = &k_num_int;
+        out->i64 = (int64_t)d;
+    } else {
+        out->type = &k_num_dbl;
+        out->d = d;
+    }
+}
+
+int jv_as_number(const FutoInBinaryValue* v, double* d)
+{
+    const FutoInType* t = v->type;
+    if (t == &k_num_int) {
+        *d = (double)v->i64; /* within 2^53 by construction */
+        return 1;
+    }
+    if (t == &k_num_dbl) {
+        *d = v->d;
+        return 1;
+    }
+    return 0;
 }
 
 napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)

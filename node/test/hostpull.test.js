@@ -77,6 +77,39 @@ test('error handlers are pulled by JS, with the code and error_info', async () =
     assert.strictEqual(N.stats().hostFallbacks, before);
 });
 
+test('numbers passed through shared memory keep their exact value', async () => {
+    const got = [];
+    const edge = [-0, NaN, Infinity, -Infinity, 2 ** 53 + 2, -(2 ** 53), 1.5, 0, 7, -1, 2 ** 31];
+    await run((as) => {
+        for (const v of edge) {
+            as.add((as) => as.success(v));
+            as.add((as, x) => got.push(x));
+            as.successStep(v);
+            as.add((as, x) => got.push(x));
+        }
+        as.add((as) => as.success(1, 2.5, -0, 4));
+        as.add((as, ...xs) => got.push(xs));
+        as.add((as) => as.success(1, 'two'));
+        as.add((as, ...xs) => got.push(xs));
+        // queued in order: success, then add, which the engine refuses
+        as.add((as) => {
+            as.success(3);
+            as.add((as) => {});
+        }, (as, err) => {
+            got.push(`${err}:${as.state.error_info}`);
+            as.success();
+        });
+    });
+    const want = [];
+    for (const v of edge) {
+        want.push(v, v);
+    }
+    want.push([1, 2.5, -0, 4], [1, 'two'], 'InternalError:add() after success()');
+    assert.deepStrictEqual(got, want);
+    assert.ok(Object.is(got[0], -0) && Object.is(got[1], -0));
+    assert.ok(Object.is(got[got.length - 3][2], -0));
+});
+
 test('a long repeat runs in bursts and keeps its iteration numbers', async () => {
     let sum = 0;
     let turns = 0;
