@@ -478,9 +478,6 @@ static void step_exec(fstrand* st, fstep* c)
     }
 }
 
-/* Runs loop iterations with one reused body frame while they complete
- * trivially (no sub-steps, waits, errors or stack memory); anything else goes
- * through the general machinery. Returns R_STOP when the burst is used up. */
 /* the step leaves the loop for the host, which runs its callback and calls
  * futoin_tool_host_done(); the flow stays in its callback meanwhile (depth
  * held), as if the engine had called it */
@@ -505,6 +502,9 @@ static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state)
     ++st->flow->depth;
 }
 
+/* Runs loop iterations with one reused body frame while they complete
+ * trivially (no sub-steps, waits, errors or stack memory); anything else goes
+ * through the general machinery. Returns R_STOP when the burst is used up. */
 static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
 {
     fflow* fl = f->flow;
@@ -615,10 +615,9 @@ static int is_loop_match(fstep* f, const char* code, int* cont)
     return !label[0] || (f->u.loop.label && strcmp(label, f->u.loop.label) == 0);
 }
 
-/* Handle one frame of error unwinding at the top of `st`. */
 static int eh_after(fstrand* st, fstep* f);
-static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state);
 
+/* Handle one frame of error unwinding at the top of `st`. */
 static int strand_unwind(fstrand* st, uint32_t budget)
 {
     fstep* f = st->top;
@@ -686,7 +685,7 @@ static int strand_unwind(fstrand* st, uint32_t budget)
 /* what an error handler did: recovered, added steps, or the error goes on */
 static int eh_after(fstrand* st, fstep* f)
 {
-    if (f->flags & F_SUCCESS && !(f->flags & F_ERROR)) {
+    if ((f->flags & F_SUCCESS) && !(f->flags & F_ERROR)) {
         frame_pop(st, f);
     } else if (f->q_head && !(f->flags & F_ERROR)) {
         f->state = FS_SUB;
