@@ -542,6 +542,7 @@ class AsyncSteps {
         this._raiseCode = undefined;
         this._raiseInfo = undefined;
         this._syncs = undefined;
+        this._syncLast = undefined;
     }
 
     _checkIdle() {

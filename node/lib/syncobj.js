@@ -36,7 +36,10 @@ class NativeSync extends ISync {
         reg.FNS[k + 1] = onerror;
         N.sync(h, this._s, k, onerror !== undefined && onerror !== null);
         // the flow keeps this object (and its C lock) alive
-        (root._syncs || (root._syncs = new Set())).add(this);
+        if (root._syncLast !== this) {
+            root._syncLast = this;
+            (root._syncs || (root._syncs = new Set())).add(this);
+        }
     }
 }
 
