@@ -29,8 +29,8 @@ const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
 const HOST_TAKE = 16;
 const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_CODE_NUM1)
-const MODE_REPEAT_BITS = 16;
-const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS // MODE_REPEAT (2) << 3 in a step code
+const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
+const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS
 
 const { FNS, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
 const allocK = reg.allocK;

@@ -123,7 +123,8 @@ reg.queueSuccess = (h, args) => {
     }
     const SH = reg.SH;
     let first = SH[SH_NUM_N] + 1; // double 0 is what C hands over
-    if (first + n > SH_NUM_CAP) {
+    if (first + n > SH_NUM_CAP || SH[SH_OPS_N] + 6 > SH_OPS_CAP) {
+        // room for the numbers and the op: queue() must not flush between
         N.flush();
         first = 1;
     }
