@@ -394,15 +394,21 @@ static void host_drain(void)
     }
 }
 
-static void host_run_all(void)
+/* the host's loop: the tool's turns, each followed by `drain`, until idle */
+static void host_loop_with(void (*drain)(void))
 {
     for (;;) {
         int64_t d = futoin_tool_iterate(g_fx.tool, 0);
-        host_drain();
+        drain();
         if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
             break;
         }
     }
+}
+
+static void host_run_all(void)
+{
+    host_loop_with(host_drain);
 }
 
 static void host_steps_interleave_with_engine_steps(void** state)
@@ -532,13 +538,7 @@ static void host_bodies_run_in_order_with_substeps_and_break(void** state)
     r->api->loop(r, "loop", f_host_loop, NULL);
     r->api->add(r, "end", f_host, NULL);
     r->api->execute(r, NULL, on_unhandled);
-    for (;;) {
-        int64_t d = futoin_tool_iterate(g_fx.tool, 0);
-        host_drain_bodies();
-        if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
-            break;
-        }
-    }
+    host_loop_with(host_drain_bodies);
     assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
     assert_trace("rep:0|rep:1|sub|rep:2|mid|loop|loop|step:end");
 }
@@ -634,26 +634,14 @@ static void host_error_handlers_recover_add_raise_and_pass_on(void** state)
     r->api->add(r, "after", f_trace, NULL);
     r->api->add(r, "pass", f_host, eh_host);
     r->api->execute(r, NULL, on_unhandled);
-    for (;;) {
-        int64_t d = futoin_tool_iterate(g_fx.tool, 0);
-        host_drain_eh();
-        if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
-            break;
-        }
-    }
+    host_loop_with(host_drain_eh);
     assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
     assert_trace("step:rec|eh:rec:Fail|step:sub|eh:sub:Fail|inner|after|step:pass|eh:pass:Fail"
                  "|unhandled:Fail:i1");
     /* a handler raising its own error: the outer handler gets it */
     r->api->add(r, "outer", f_host_outer_adds_re, eh_host);
     r->api->execute(r, NULL, on_unhandled);
-    for (;;) {
-        int64_t d = futoin_tool_iterate(g_fx.tool, 0);
-        host_drain_eh();
-        if (d < 0 && futoin_tool_next_delay(g_fx.tool) < 0) {
-            break;
-        }
-    }
+    host_loop_with(host_drain_eh);
     assert_trace("step:rec|eh:rec:Fail|step:sub|eh:sub:Fail|inner|after|step:pass|eh:pass:Fail"
                  "|unhandled:Fail:i1|step:re|eh:re:Fail|eh:outer:Other|unhandled:Other:i2");
 }

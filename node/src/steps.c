@@ -282,6 +282,18 @@ static void tr_host_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
     js_run_step(bsi, data, MODE_REPEAT, NULL, i);
 }
 
+/* out[0], out[1]: the error code and the flow's error_info (undefined if none) */
+static void error_values(napi_env env, FutoInAsyncSteps* bsi, const char* code, napi_value* out)
+{
+    const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+    napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &out[0]);
+    if (info && *info) {
+        napi_create_string_utf8(env, info, NAPI_AUTO_LENGTH, &out[1]);
+    } else {
+        napi_get_undefined(env, &out[1]);
+    }
+}
+
 static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
 {
     jfrag* f = data;
@@ -291,15 +303,9 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
     if (napi_open_handle_scope(env, &hs) != napi_ok) {
         return;
     }
-    const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
     napi_value argv[5];
     napi_create_uint32(env, f->k + 1, &argv[2]);
-    napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &argv[3]);
-    if (info && *info) {
-        napi_create_string_utf8(env, info, NAPI_AUTO_LENGTH, &argv[4]);
-    } else {
-        napi_get_undefined(env, &argv[4]);
-    }
+    error_values(env, bsi, code, &argv[3]);
     js_dispatch(e, e->f_error, bsi, f->root, 5, argv);
     napi_close_handle_scope(env, hs);
 }
@@ -441,13 +447,7 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
     if (r->running && napi_open_handle_scope(env, &hs) == napi_ok) {
         napi_value argv[3];
         if (root_arg(e, r, &argv[0]) == 0) {
-            const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
-            napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &argv[1]);
-            if (info && *info) {
-                napi_create_string_utf8(env, info, NAPI_AUTO_LENGTH, &argv[2]);
-            } else {
-                napi_get_undefined(env, &argv[2]);
-            }
+            error_values(env, bsi, code, &argv[1]);
             call_js(e, e->f_finish, NULL, 3, argv);
         }
         napi_close_handle_scope(env, hs);
@@ -851,19 +851,12 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
         }
     } else if (mode == FUTOIN_HOST_ERROR) {
         /* hostArgs[0], [1]: the code and error_info */
-        napi_value arr, v;
+        napi_value arr, v[2];
         n = 2;
         if (napi_get_reference_value(env, e->host_args, &arr) == napi_ok && arr) {
-            const char* code = futoin_tool_host_error(bsi);
-            napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &v);
-            napi_set_element(env, arr, 0, v);
-            const char* ei = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
-            if (ei && *ei) {
-                napi_create_string_utf8(env, ei, NAPI_AUTO_LENGTH, &v);
-            } else {
-                napi_get_undefined(env, &v);
-            }
-            napi_set_element(env, arr, 1, v);
+            error_values(env, bsi, futoin_tool_host_error(bsi), v);
+            napi_set_element(env, arr, 0, v[0]);
+            napi_set_element(env, arr, 1, v[1]);
         }
     } else if (args->arg0.type && !args->arg1.type && jv_as_number(&args->arg0, (double*)(void*)(e->sh + SH_NUM))) {
         n = JS_CODE_NUM1 - 1; /* one number, handed over in shared memory */
