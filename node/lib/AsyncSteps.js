@@ -686,10 +686,15 @@ class AsyncSteps {
             }
         }
         this._running = true;
-        h = N.execute(h, this._test, this);
+        const test = this._test;
+        const take = !draining[test ? 1 : 0];
+        reg.SH[8] = take ? HOST_TAKE : 0; // the first JS step comes back at once
+        h = N.execute(h, test, this);
         this._h = h;
         ROOTS[h % SLOT] = this;
-        drainHost(this._test); // its first steps run now, as in futoin-asyncsteps
+        if (take) {
+            drainHost(test, true); // its first steps run now, as in futoin-asyncsteps
+        }
         return this;
     }
 
@@ -962,7 +967,8 @@ const HOST_ARGS = [undefined, undefined, undefined, undefined];
 // drain runs a burst of 100 steps, the rest waits for a later loop turn
 const draining = [false, false];
 
-const drainHost = (test) => {
+/* taken: execute() took the first step already (its code is in SH[9]) */
+const drainHost = (test, taken) => {
     const which = test ? 1 : 0;
     if (draining[which]) {
         return 0;
@@ -973,8 +979,10 @@ const drainHost = (test) => {
     try {
         let budget = 100;
         const testBit = test ? HOST_TEST : 0;
-        SH[8] = testBit;
-        N.hostNext();
+        if (taken !== true || SH[9] === 0) {
+            SH[8] = testBit;
+            N.hostNext();
+        }
         let code = SH[9];
         while (code !== 0) {
             const h = SH[5];

@@ -18,4 +18,6 @@ try {
     throw e;
 }
 
-module.exports = binding;
+// the addon's exports object is in dictionary mode (44 properties set one by
+// one): every N.fn() would be a dictionary lookup; a copy has fast properties
+module.exports = { ...binding };

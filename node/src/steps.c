@@ -960,7 +960,7 @@ static napi_value n_root_free(napi_env env, napi_callback_info info)
 
 /* execute(h|undefined, test, obj) -> handle: the queued root-level
  * operations (target slot 0) go to this root, then it runs its first burst
- * now, with `obj` as the JS root */
+ * now, with `obj` as the JS root; SH_HOST_IN: JS_HOST_TAKE or 0 */
 static napi_value n_execute(napi_env env, napi_callback_info info)
 {
     jsenv* e = tl_env;
@@ -969,6 +969,10 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {
         return NULL;
     }
+    /* JS_HOST_TAKE: JS drains now, so the first JS step comes back in
+     * SH_HOST_OUT as from hostNext(), one call less per flow */
+    const int take = (e->sh[SH_HOST_IN] & JS_HOST_TAKE) != 0;
+    e->sh[SH_HOST_OUT] = 0;
     hslot* h = jh_get(e, argv[0], (1 << HK_ROOT) | (1 << HK_FOREIGN));
     if (h && h->kind == HK_FOREIGN) {
         js_flush_ops(e);
@@ -1013,6 +1017,9 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     lz_leave(e, &lz);
     e->exec_slot = saved_slot;
     e->exec_obj = saved_obj;
+    if (take) {
+        e->sh[SH_HOST_OUT] = host_take(e, r->tool);
+    }
     return out;
 }
 
