@@ -28,6 +28,8 @@ const F_DONE = 4;
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
 const HOST_TAKE = 16;
+const HOST_FINISH = 32;
+const CODE_SAME = 1; // low bits of an error handler's code: the error is root._jsErr
 const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_CODE_NUM1)
 const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
 const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS
@@ -126,7 +128,8 @@ const raise = (root, h, name, error_info) => {
         deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
     } else {
         root._jsErr = name;
-        N.error(h, name, infoArg(error_info));
+        root._jsInfo = infoArg(error_info);
+        N.error(h, name, root._jsInfo);
         if (!root._test) {
             // handlers run now, as futoin-asyncsteps runs them in error()
             N.runNow();
@@ -188,12 +191,14 @@ const awaitImpl = (asi, root, promise, onerror) => {
             state.last_exception = reason;
             state.error_info = undefined;
             root._jsErr = 'PromiseReject';
+            root._jsInfo = undefined;
             N.error(as._h, 'PromiseReject', undefined);
         } else {
             const err = String(reason || 'PromiseReject');
             state.last_exception = new Error(err);
             state.error_info = undefined;
             root._jsErr = err;
+            root._jsInfo = undefined;
             N.error(as._h, err, undefined);
         }
     };
@@ -530,6 +535,7 @@ class AsyncSteps {
         this._h = undefined;
         this._raised = null;
         this._jsErr = null;
+        this._jsInfo = undefined;
         this._reject = null;
         this._async_tool = async_tool;
         this._test = async_tool === AsyncToolTest;
@@ -688,7 +694,9 @@ class AsyncSteps {
         this._running = true;
         const test = this._test;
         const take = !draining[test ? 1 : 0];
-        reg.SH[8] = take ? HOST_TAKE : 0; // the first JS step comes back at once
+        // the first JS step comes back at once; a promise() hears of an
+        // unhandled error even when JS raised it
+        reg.SH[8] = (take ? HOST_TAKE : 0) | (this._reject !== null ? HOST_FINISH : 0);
         h = N.execute(h, test, this);
         this._h = h;
         ROOTS[h % SLOT] = this;
@@ -859,6 +867,7 @@ const onThrow = (root, as, e) => {
         const kind = root._raiseKind;
         if (kind === RAISE_ERROR) {
             root._jsErr = root._raiseCode;
+            root._jsInfo = root._raiseInfo;
             N.error(as._h, root._raiseCode, root._raiseInfo);
         } else if (kind === RAISE_BREAK) {
             N.break(as._h, root._raiseCode);
@@ -870,6 +879,7 @@ const onThrow = (root, as, e) => {
     root.state.last_exception = e;
     const code = errorCode(e);
     root._jsErr = code;
+    root._jsInfo = undefined;
     N.error(as._h, code, undefined);
 };
 
@@ -878,11 +888,13 @@ const onThrow = (root, as, e) => {
  * error() would */
 const syncErrorState = (root, code, info) => {
     const state = root.state;
-    if (root._jsErr !== code) {
+    // '' and no error_info are the same to C
+    if (root._jsErr !== code || (root._jsInfo || undefined) !== info) {
         state.error_info = info;
         state.last_exception = new Error(code);
     }
     root._jsErr = code; // handlers further out see the same error
+    root._jsInfo = info;
 };
 
 /* state.async_stack: the step functions run so far (a loop body restarts
@@ -915,11 +927,16 @@ const execStack = (root, fn, mode) => {
     es.push(fn);
 };
 
+/* code undefined: the error is root._jsErr, its state set already */
 const onError = (r, h, k, code, info) => {
     const root = rootOf(r);
     const fn = FNS[k];
     const state = root.state;
-    syncErrorState(root, code, info);
+    if (code === undefined) {
+        code = root._jsErr;
+    } else {
+        syncErrorState(root, code, info);
+    }
     if (!isProduction) {
         const es = root._es || (root._es = []);
         es.push(fn);
@@ -997,7 +1014,9 @@ const drainHost = (test, taken) => {
                 }
             }
             const flags = (code & 24) === MODE_ERROR_BITS ?
-                onError(SH[6], h, (code >>> 5) + 1, HOST_ARGS[0], HOST_ARGS[1]) :
+                ((code & 7) === CODE_SAME ?
+                    onError(SH[6], h, (code >>> 5) + 1, undefined, undefined) :
+                    onError(SH[6], h, (code >>> 5) + 1, HOST_ARGS[0], HOST_ARGS[1])) :
                 onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
             SH[5] = h; // a nested drain of the other tool may have changed it
             SH[8] = flags | testBit | (--budget > 0 ? HOST_TAKE : 0);

@@ -32,6 +32,8 @@
 #define JS_F_DONE 4
 #define JS_HOST_TEST 8  /* hostNext/hostDone: the AsyncToolTest tool */
 #define JS_HOST_TAKE 16 /* hostDone: hand over the next step (the burst goes on) */
+#define JS_HOST_FINISH 32 /* execute(): JS wants the unhandled error even when it raised it */
+#define JS_CODE_SAME 1    /* low 3 bits of an error handler's code: the error JS saw last */
 
 enum hkind
 {
@@ -65,6 +67,10 @@ struct jroot
     uint8_t running;  /* executed and not finished */
     uint8_t test;     /* on the AsyncToolTest tool */
     uint8_t foreign;  /* made by wrap() */
+    uint8_t finish;   /* JS waits for an unhandled error (promise()) */
+    uint8_t jerr;     /* jbuf holds the last error JS saw (_jsErr, _jsInfo) */
+    char* jbuf;       /* "code\0info\0" */
+    size_t jcap;
     jroot* next_free;
 };
 

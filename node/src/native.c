@@ -73,6 +73,7 @@ static void foreign_finalize(napi_env env, void* data, void* hint)
     if (e->slots[r->slot].root == r) {
         jh_free(e, r->slot);
     }
+    free(r->jbuf);
     free(r);
 }
 

@@ -227,6 +227,7 @@ void js_run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* ar
         }
     }
     napi_create_int32(env, (int32_t)(f->k * 32 + (uint32_t)mode * 8 + (uint32_t)(n + 1)), &argv[2]);
+    f->root->jerr = 0; /* onStep clears _jsErr */
     js_dispatch(e, e->f_step, bsi, f->root, 3 + (size_t)(n < 0 ? 1 : n), argv);
     ++e->turn_steps;
     if (local) {
@@ -283,9 +284,44 @@ static void tr_host_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
 }
 
 /* out[0], out[1]: the error code and the flow's error_info (undefined if none) */
-static void error_values(napi_env env, FutoInAsyncSteps* bsi, const char* code, napi_value* out)
+/* r->jbuf mirrors the JS root's _jsErr and _jsInfo, the error JS raised or
+ * was handed last (lib/AsyncSteps.js syncErrorState): the same error again
+ * leaves JS state as it is, so no strings need to be made for it */
+static void jerr_set(jroot* r, const char* code, const char* info)
 {
-    const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+    code = code ? code : "";
+    info = info ? info : "";
+    size_t nc = strlen(code) + 1, ni = strlen(info) + 1;
+    if (nc + ni > r->jcap) {
+        char* b = realloc(r->jbuf, nc + ni);
+        if (!b) {
+            r->jerr = 0; /* JS gets the strings every time */
+            return;
+        }
+        r->jbuf = b;
+        r->jcap = nc + ni;
+    }
+    memcpy(r->jbuf, code, nc);
+    memcpy(r->jbuf + nc, info, ni);
+    r->jerr = 1;
+}
+
+static int jerr_same(const jroot* r, const char* code, const char* info)
+{
+    code = code ? code : "";
+    return r->jerr && strcmp(r->jbuf, code) == 0 && strcmp(r->jbuf + strlen(code) + 1, info ? info : "") == 0;
+}
+
+static const char* error_info_of(FutoInAsyncSteps* bsi)
+{
+    return bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+}
+
+/* the code and error_info of an error handed to JS, which takes them as
+ * its root's _jsErr and _jsInfo */
+static void error_values(napi_env env, jroot* r, const char* code, const char* info, napi_value* out)
+{
+    jerr_set(r, code, info);
     napi_create_string_utf8(env, code ? code : "", NAPI_AUTO_LENGTH, &out[0]);
     if (info && *info) {
         napi_create_string_utf8(env, info, NAPI_AUTO_LENGTH, &out[1]);
@@ -305,7 +341,7 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
     }
     napi_value argv[5];
     napi_create_uint32(env, f->k + 1, &argv[2]);
-    error_values(env, bsi, code, &argv[3]);
+    error_values(env, f->root, code, error_info_of(bsi), &argv[3]);
     js_dispatch(e, e->f_error, bsi, f->root, 5, argv);
     napi_close_handle_scope(env, hs);
 }
@@ -365,6 +401,9 @@ static void root_release(void* p)
 {
     jroot* r = *(jroot**)p;
     jsenv* e = r->e;
+    free(r->jbuf);
+    r->jbuf = NULL;
+    r->jcap = 0;
     if (e->nfree_roots < 256) {
         r->next_free = e->free_roots; /* kept for the next flow */
         e->free_roots = r;
@@ -444,10 +483,14 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
     jsenv* e = tl_env;
     napi_env env = e->env;
     napi_handle_scope hs;
-    if (r->running && napi_open_handle_scope(env, &hs) == napi_ok) {
+    /* JS raised it and has its state already: nothing to tell unless a
+     * promise() waits */
+    const char* info = error_info_of(bsi);
+    int told = jerr_same(r, code, info) && !r->finish;
+    if (r->running && !told && napi_open_handle_scope(env, &hs) == napi_ok) {
         napi_value argv[3];
         if (root_arg(e, r, &argv[0]) == 0) {
-            error_values(env, bsi, code, &argv[1]);
+            error_values(env, r, code, info, &argv[1]);
             call_js(e, e->f_finish, NULL, 3, argv);
         }
         napi_close_handle_scope(env, hs);
@@ -699,6 +742,9 @@ static napi_value n_error(napi_env env, napi_callback_info info)
     }
     char* code = js_strdup(env, argv[1]);
     char* inf = js_strdup(env, argv[2]);
+    if (h->root) {
+        jerr_set(h->root, code, inf); /* JS set _jsErr and _jsInfo to them */
+    }
     h->bsi->api->handle_error(h->bsi, code ? code : "", inf);
     free(code);
     free(inf);
@@ -836,6 +882,9 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
     int n = 0;
     size_t iter = 0;
     int mode = futoin_tool_host_kind(bsi, &iter);
+    if (mode != FUTOIN_HOST_ERROR) {
+        f->root->jerr = 0; /* onStep clears _jsErr */
+    }
     if (mode == FUTOIN_HOST_REPEAT) {
         /* the iteration: in SH_ITER, or in hostArgs[0] past int32 */
         n = 1;
@@ -850,13 +899,18 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
             }
         }
     } else if (mode == FUTOIN_HOST_ERROR) {
-        /* hostArgs[0], [1]: the code and error_info */
+        /* hostArgs[0], [1]: the code and error_info, unless JS has them */
         napi_value arr, v[2];
-        n = 2;
-        if (napi_get_reference_value(env, e->host_args, &arr) == napi_ok && arr) {
-            error_values(env, bsi, futoin_tool_host_error(bsi), v);
-            napi_set_element(env, arr, 0, v[0]);
-            napi_set_element(env, arr, 1, v[1]);
+        const char* code = futoin_tool_host_error(bsi);
+        const char* info = error_info_of(bsi);
+        n = JS_CODE_SAME - 1;
+        if (!jerr_same(f->root, code, info)) {
+            n = 2;
+            if (napi_get_reference_value(env, e->host_args, &arr) == napi_ok && arr) {
+                error_values(env, f->root, code, info, v);
+                napi_set_element(env, arr, 0, v[0]);
+                napi_set_element(env, arr, 1, v[1]);
+            }
         }
     } else if (args->arg0.type && !args->arg1.type && jv_as_number(&args->arg0, (double*)(void*)(e->sh + SH_NUM))) {
         n = JS_CODE_NUM1 - 1; /* one number, handed over in shared memory */
@@ -960,7 +1014,7 @@ static napi_value n_root_free(napi_env env, napi_callback_info info)
 
 /* execute(h|undefined, test, obj) -> handle: the queued root-level
  * operations (target slot 0) go to this root, then it runs its first burst
- * now, with `obj` as the JS root; SH_HOST_IN: JS_HOST_TAKE or 0 */
+ * now, with `obj` as the JS root; SH_HOST_IN: JS_HOST_TAKE, JS_HOST_FINISH */
 static napi_value n_execute(napi_env env, napi_callback_info info)
 {
     jsenv* e = tl_env;
@@ -971,7 +1025,8 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     }
     /* JS_HOST_TAKE: JS drains now, so the first JS step comes back in
      * SH_HOST_OUT as from hostNext(), one call less per flow */
-    const int take = (e->sh[SH_HOST_IN] & JS_HOST_TAKE) != 0;
+    const int32_t in = e->sh[SH_HOST_IN];
+    const int take = (in & JS_HOST_TAKE) != 0;
     e->sh[SH_HOST_OUT] = 0;
     hslot* h = jh_get(e, argv[0], (1 << HK_ROOT) | (1 << HK_FOREIGN));
     if (h && h->kind == HK_FOREIGN) {
@@ -1004,6 +1059,8 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     FutoInAsyncSteps* bsi = r->bsi;
     bsi->api->add(bsi, r, tr_finish, NULL);
     r->running = 1;
+    r->jerr = 0; /* execute() clears _jsErr */
+    r->finish = (in & JS_HOST_FINISH) != 0;
     napi_value out;
     NAPI_OK(jh_new_id(e, r->slot, &out));
     bsi->api->execute(bsi, r, tr_unhandled);

@@ -128,3 +128,53 @@ test('a long repeat runs in bursts and keeps its iteration numbers', async () =>
     assert.strictEqual(sum, 4999950000);
     assert.ok(turns >= 100000 / 100 - 1, `other callbacks ran only ${turns} times`);
 });
+
+test('an error JS raised reaches every handler with its code, error_info and exception', async () => {
+    const seen = [];
+    let thrown = null;
+    await new Promise((resolve) => {
+        $as()
+            .add(
+                (as) => {
+                    as.add(
+                        (as) => {
+                            as.add((as) => {
+                                try {
+                                    as.error('Inner', 'i1');
+                                } catch (e) {
+                                    thrown = e;
+                                    throw e;
+                                }
+                            });
+                        },
+                        (as, err) => seen.push([err, as.state.error_info, as.state.last_exception === thrown]),
+                    );
+                },
+                (as, err) => {
+                    seen.push([err, as.state.error_info, as.state.last_exception === thrown]);
+                    as.error('Outer'); // another code: the state follows it
+                },
+            )
+            .add((as) => {})
+            .execute();
+        setImmediate(resolve);
+    });
+    assert.deepStrictEqual(seen, [['Inner', 'i1', true], ['Inner', 'i1', true]]);
+});
+
+test('the same error code raised again with other error_info', async () => {
+    const seen = [];
+    const state = await run((as) => {
+        for (const info of ['a', 'a', 'b', undefined]) {
+            as.add(
+                (as) => as.error('Same', info),
+                (as, err) => {
+                    seen.push([err, as.state.error_info]);
+                    as.success();
+                },
+            );
+        }
+    });
+    assert.deepStrictEqual(seen, [['Same', 'a'], ['Same', 'a'], ['Same', 'b'], ['Same', undefined]]);
+    assert.strictEqual(state.error_info, undefined);
+});

@@ -207,6 +207,39 @@ if (isPolyglot) {
         assert.deepStrictEqual(r.args, ['JS handled CFail']);
     });
 
+    test('a C error with the code of an earlier JS error sets its own error_info', T, async () => {
+        let thrown = null;
+        let seen = null;
+        await new Promise((resolve) => {
+            $as()
+                .add(
+                    (as) => {
+                        as.add(
+                            (as) => {
+                                try {
+                                    as.error('CFail', 'from JS');
+                                } catch (e) {
+                                    thrown = e;
+                                    throw e;
+                                }
+                            },
+                            (as, err) => as.success(),
+                        );
+                        as.add(native.cstep(lib, 't_fail'));
+                    },
+                    (as, err) => {
+                        seen = [err, as.state.error_info, as.state.last_exception];
+                        resolve();
+                    },
+                )
+                .execute();
+        });
+        assert.strictEqual(seen[0], 'CFail');
+        assert.strictEqual(seen[1], 'failed in C');
+        assert.strictEqual(seen[2].message, 'CFail');
+        assert.notStrictEqual(seen[2], thrown, 'the C error is not the JS exception');
+    });
+
     test('cstep data option reaches the C callback', T, async () => {
         const r = await runFlow((as) => {
             as.add(native.cstep(lib, 't_data', { data: 1234n }));
