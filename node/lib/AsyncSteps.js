@@ -854,7 +854,10 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
     }
     const f = as._f;
     if (as._next !== null && !(f & (F_DONE | F_ADDED | F_WAIT))) {
-        successN(h, as._next);
+        // successStep(): queued like a success() inside the callback
+        if (!reg.queueSuccess(h, as._next)) {
+            successN(h, as._next);
+        }
         return F_DONE;
     }
     return f;

@@ -178,3 +178,18 @@ test('the same error code raised again with other error_info', async () => {
     assert.deepStrictEqual(seen, [['Same', 'a'], ['Same', 'a'], ['Same', 'b'], ['Same', undefined]]);
     assert.strictEqual(state.error_info, undefined);
 });
+
+test('successStep() numbers reach the next step exactly, other values too', async () => {
+    const seen = [];
+    await run((as) => {
+        as.add((as) => as.successStep(-0, 2 ** 53 + 2, NaN, 1.5));
+        as.add((as, ...v) => seen.push(v));
+        as.add((as) => as.successStep('s', 1));
+        as.add((as, ...v) => seen.push(v));
+        as.add((as) => as.successStep(1, 2, 3, 4, 5));
+        as.add((as, ...v) => seen.push(v));
+    });
+    assert.ok(Object.is(seen[0][0], -0));
+    assert.deepStrictEqual(seen.slice(1), [['s', 1], [1, 2, 3, 4, 5]]);
+    assert.deepStrictEqual(seen[0].slice(1), [2 ** 53 + 2, NaN, 1.5]);
+});
