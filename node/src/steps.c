@@ -283,7 +283,6 @@ static void tr_host_repeat(FutoInAsyncSteps* bsi, void* data, size_t i)
     js_run_step(bsi, data, MODE_REPEAT, NULL, i);
 }
 
-/* out[0], out[1]: the error code and the flow's error_info (undefined if none) */
 /* r->jbuf mirrors the JS root's _jsErr and _jsInfo, the error JS raised or
  * was handed last (lib/AsyncSteps.js syncErrorState): the same error again
  * leaves JS state as it is, so no strings need to be made for it */
@@ -317,8 +316,8 @@ static const char* error_info_of(FutoInAsyncSteps* bsi)
     return bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
 }
 
-/* the code and error_info of an error handed to JS, which takes them as
- * its root's _jsErr and _jsInfo */
+/* out[0], out[1]: the error code and error_info (undefined if none) of an
+ * error handed to JS, which takes them as its root's _jsErr and _jsInfo */
 static void error_values(napi_env env, jroot* r, const char* code, const char* info, napi_value* out)
 {
     jerr_set(r, code, info);
