@@ -81,8 +81,9 @@ const register = (func, onerror) => {
     return k;
 };
 
-const successN = (h, args) => {
-    if (h === CUR && reg.queueSuccess(h, args)) {
+/* queueable: h is the step whose callback runs or just returned */
+const successN = (h, args, queueable) => {
+    if (queueable && reg.queueSuccess(h, args)) {
         return;
     }
     const n = args.length;
@@ -93,6 +94,14 @@ const successN = (h, args) => {
     } else {
         N.success(h, n, Array.from(args));
     }
+};
+
+/* the error JS raises on step h: C keeps the code and info it last saw
+ * the same as the root's _jsErr and _jsInfo (src/steps.c jerr_set) */
+const errorInC = (root, h, code, info) => {
+    root._jsErr = code;
+    root._jsInfo = info;
+    N.error(h, code, info);
 };
 
 /* what error(name, info) leaves in the state, as futoin-asyncsteps: the
@@ -127,9 +136,7 @@ const raise = (root, h, name, error_info) => {
     if (h === CUR) {
         deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
     } else {
-        root._jsErr = name;
-        root._jsInfo = infoArg(error_info);
-        N.error(h, name, root._jsInfo);
+        errorInC(root, h, name, infoArg(error_info));
         if (!root._test) {
             // handlers run now, as futoin-asyncsteps runs them in error()
             N.runNow();
@@ -190,16 +197,12 @@ const awaitImpl = (asi, root, promise, onerror) => {
         if (reason instanceof Error) {
             state.last_exception = reason;
             state.error_info = undefined;
-            root._jsErr = 'PromiseReject';
-            root._jsInfo = undefined;
-            N.error(as._h, 'PromiseReject', undefined);
+            errorInC(root, as._h, 'PromiseReject', undefined);
         } else {
             const err = String(reason || 'PromiseReject');
             state.last_exception = new Error(err);
             state.error_info = undefined;
-            root._jsErr = err;
-            root._jsInfo = undefined;
-            N.error(as._h, err, undefined);
+            errorInC(root, as._h, err, undefined);
         }
     };
     promise.then(
@@ -304,7 +307,7 @@ class AsyncStepProtector {
             this.error('InternalError', 'Invalid success() call');
         }
         this._f |= F_DONE;
-        successN(this._h, args);
+        successN(this._h, args, this._h === CUR);
     }
 
     error(name, error_info) {
@@ -854,10 +857,7 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
     }
     const f = as._f;
     if (as._next !== null && !(f & (F_DONE | F_ADDED | F_WAIT))) {
-        // successStep(): queued like a success() inside the callback
-        if (!reg.queueSuccess(h, as._next)) {
-            successN(h, as._next);
-        }
+        successN(h, as._next, true); // successStep(): as a success() inside the callback
         return F_DONE;
     }
     return f;
@@ -869,9 +869,7 @@ const onThrow = (root, as, e) => {
         root._raised = null;
         const kind = root._raiseKind;
         if (kind === RAISE_ERROR) {
-            root._jsErr = root._raiseCode;
-            root._jsInfo = root._raiseInfo;
-            N.error(as._h, root._raiseCode, root._raiseInfo);
+            errorInC(root, as._h, root._raiseCode, root._raiseInfo);
         } else if (kind === RAISE_BREAK) {
             N.break(as._h, root._raiseCode);
         } else {
@@ -880,10 +878,7 @@ const onThrow = (root, as, e) => {
         return;
     }
     root.state.last_exception = e;
-    const code = errorCode(e);
-    root._jsErr = code;
-    root._jsInfo = undefined;
-    N.error(as._h, code, undefined);
+    errorInC(root, as._h, errorCode(e), undefined);
 };
 
 /* the error is the one JS raised (its state is set already), or else one of
@@ -1017,9 +1012,8 @@ const drainHost = (test, taken) => {
                 }
             }
             const flags = (code & 24) === MODE_ERROR_BITS ?
-                ((code & 7) === CODE_SAME ?
-                    onError(SH[6], h, (code >>> 5) + 1, undefined, undefined) :
-                    onError(SH[6], h, (code >>> 5) + 1, HOST_ARGS[0], HOST_ARGS[1])) :
+                onError(SH[6], h, (code >>> 5) + 1,
+                    (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
                 onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
             SH[5] = h; // a nested drain of the other tool may have changed it
             SH[8] = flags | testBit | (--budget > 0 ? HOST_TAKE : 0);
