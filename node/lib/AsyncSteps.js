@@ -19,6 +19,7 @@ const reg = require('./registry');
 const AsyncTool = require('./AsyncTool');
 const AsyncToolTest = require('./AsyncToolTest');
 const { isProduction, checkFunc, checkOnError, checkLabel } = require('./common');
+const NATIVE_SYNC = require('./syncobj').NativeSync.prototype.sync;
 
 // what a callback did, read by C (JS_F_* in src/addon.h)
 const F_ADDED = 1;
@@ -443,7 +444,12 @@ class AsyncStepProtector {
         if (object === null || typeof object !== 'object' || typeof object.sync !== 'function') {
             throw new TypeError('sync() expects an ISync object');
         }
-        object.sync(this, func, onerror);
+        if (object.sync === NATIVE_SYNC) {
+            // Mutex, Throttle, Limiter (sync() not overridden): checked already
+            object._add(this._root, this._h, func, onerror, this._h === CUR);
+        } else {
+            object.sync(this, func, onerror);
+        }
         this._f |= F_ADDED;
         return this;
     }

@@ -7,13 +7,21 @@
 
 const isProduction = process.env.NODE_ENV === 'production';
 
+// the last step function that passed: reading a function's length is a
+// call into V8's runtime, and flows add the same function again and again
+let lastFunc = {}; // not a function: nothing matches before the first check
+
 const checkFunc = (asi, func) => {
+    if (func === lastFunc) {
+        return;
+    }
     if (typeof func !== 'function') {
         throw new TypeError(`step function expected, got ${typeof func}`);
     }
     if (!isProduction && func.length < 1) {
         asi.error('InternalError', 'Step function must expect at least AsyncStep interface');
     }
+    lastFunc = func;
 };
 
 const checkOnError = (asi, onerror) => {

@@ -9,11 +9,14 @@ const reg = require('./registry');
 const ISync = require('../ISync');
 const { checkFunc, checkOnError } = require('./common');
 
+const OP_SYNC = 9;
+
 class NativeSync extends ISync {
     /* `s` is the external FutoInSync of the core */
     constructor(s) {
         super();
         this._s = s;
+        this._sid = reg.SH[3]; // SH_RET: its id for queued syncs (0: none)
     }
 
     sync(as, step, onerror) {
@@ -27,14 +30,21 @@ class NativeSync extends ISync {
             as._call((t) => this._add(t, t._materialize(), step, onerror));
             return;
         }
-        this._add(as._root, as._h, step, onerror);
+        this._add(as._root, as._h, step, onerror, false);
     }
 
-    _add(root, h, step, onerror) {
+    /* queued: h is the step whose callback runs, the op can wait in the
+     * shared queue like add() (k is even: k | 1 says there is an onerror) */
+    _add(root, h, step, onerror, queued) {
         const k = reg.allocK();
         reg.FNS[k] = step;
         reg.FNS[k + 1] = onerror;
-        N.sync(h, this._s, k, onerror !== undefined && onerror !== null);
+        const eh = onerror !== undefined && onerror !== null;
+        if (queued && this._sid !== 0) {
+            reg.queue(h, OP_SYNC, this._sid, eh ? k + 1 : k);
+        } else {
+            N.sync(h, this._s, k, eh);
+        }
         // the flow keeps this object (and its C lock) alive
         if (root._syncLast !== this) {
             root._syncLast = this;

@@ -122,6 +122,7 @@ enum jop
     OP_TIMEOUT,    /* ms, - */
     OP_CANCEL,     /* k, - */
     OP_SUCCESS,    /* n (1..4), first: success() with n numbers queued at double index first */
+    OP_SYNC,       /* sync id, k | has_onerror: as.sync() with a Mutex, Throttle or Limiter */
 };
 
 struct jsenv
@@ -148,6 +149,9 @@ struct jsenv
     uint32_t nfree_roots;
     uint32_t* spill;
     uint32_t nspill, capspill;
+    FutoInSync** syncs; /* Mutex, Throttle, Limiter objects by id (OP_SYNC) */
+    uint32_t* sync_next; /* free ids, linked */
+    uint32_t nsyncs, capsyncs, free_sync; /* free_sync: a free id + 1, 0: none */
     hslot* slots;
     uint32_t nslots, capslots, free_slot, free_tail;
     struct jlazy
@@ -233,6 +237,7 @@ int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size
 napi_status js_sync_register(napi_env env, napi_value exports);
 napi_status js_native_register(napi_env env, napi_value exports);
 FutoInSync* js_sync_of(napi_env env, napi_value v);
+FutoInSync* js_sync_by_id(jsenv* e, uint32_t id);
 
 /* helpers */
 napi_status js_set_fn(napi_env env, napi_value obj, const char* name, napi_callback cb);

@@ -562,6 +562,17 @@ void js_flush_ops(jsenv* e)
             t->api->success(t, &args);
             break;
         }
+        case OP_SYNC: {
+            FutoInSync* s = js_sync_by_id(e, (uint32_t)a);
+            uint32_t k = (uint32_t)b & ~1u;
+            jfrag* f = s ? jr_frag(t, r, k) : NULL;
+            if (f) {
+                t->api->addSync(t, s, f, step_cb(r), (b & 1) ? eh_cb(r) : NULL);
+            } else {
+                release_k(e, k);
+            }
+            break;
+        }
         case OP_CANCEL: {
             jfrag* f = jr_frag(t, r, (uint32_t)a);
             if (f) {

@@ -7,23 +7,69 @@
 
 #include <stdlib.h>
 
+/* an id for s (0 on no memory: a sync op with it goes through N.sync) */
+static uint32_t sync_id_new(jsenv* e, FutoInSync* s)
+{
+    if (!e->free_sync) {
+        if (e->nsyncs == e->capsyncs) {
+            uint32_t cap = e->capsyncs ? e->capsyncs * 2 : 64;
+            FutoInSync** v = realloc(e->syncs, cap * sizeof(*v));
+            if (v) {
+                e->syncs = v;
+            }
+            uint32_t* nx = v ? realloc(e->sync_next, cap * sizeof(*nx)) : NULL;
+            if (!nx) {
+                return 0;
+            }
+            e->sync_next = nx;
+            e->capsyncs = cap;
+            if (e->nsyncs == 0) {
+                e->syncs[0] = NULL; /* id 0: none */
+                e->nsyncs = 1;
+            }
+        }
+        e->free_sync = e->nsyncs + 1;
+        e->sync_next[e->nsyncs++] = 0;
+    }
+    uint32_t id = e->free_sync - 1;
+    e->free_sync = e->sync_next[id];
+    e->syncs[id] = s;
+    return id;
+}
+
+FutoInSync* js_sync_by_id(jsenv* e, uint32_t id)
+{
+    return id < e->nsyncs ? e->syncs[id] : NULL;
+}
+
+/* hint: the id; the table is the thread's (none after the env's cleanup) */
 static void sync_finalize(napi_env env, void* data, void* hint)
 {
     (void)env;
-    (void)hint;
+    jsenv* e = tl_env;
+    uint32_t id = (uint32_t)(uintptr_t)hint;
+    if (e && id && id < e->nsyncs && e->syncs[id] == data) {
+        e->syncs[id] = NULL;
+        e->sync_next[id] = e->free_sync;
+        e->free_sync = id + 1;
+    }
     futoin_sync_free(data);
 }
 
+/* the external (FutoInSync* as its data) of a new sync object; its id in SH_RET */
 static napi_value wrap_sync(napi_env env, FutoInSync* s)
 {
+    jsenv* e = tl_env;
     napi_value out;
     if (!s) {
         return js_throw_error(env, "InternalError", "cannot create the sync object");
     }
-    if (napi_create_external(env, s, sync_finalize, NULL, &out) != napi_ok) {
-        futoin_sync_free(s);
+    uint32_t id = sync_id_new(e, s);
+    if (napi_create_external(env, s, sync_finalize, (void*)(uintptr_t)id, &out) != napi_ok) {
+        sync_finalize(env, s, (void*)(uintptr_t)id);
         return NULL;
     }
+    e->sh[SH_RET] = (int32_t)id;
     return out;
 }
 

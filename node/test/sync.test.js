@@ -176,6 +176,53 @@ test('Mutex: an error handler of the section', T, async () => {
     assert.deepStrictEqual(r2.args, ['free again']);
 });
 
+test('as.sync() then a throw in the same step: the section never runs, the Mutex stays free', T, async () => {
+    const mtx = new Mutex();
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.sync(mtx, (as) => trace.push('section'));
+        throw new Error('After');
+    });
+    assert.strictEqual(r.err, 'After');
+    const r2 = await runFlow((as) => as.sync(mtx, (as) => as.success('free')));
+    assert.deepStrictEqual(r2.args, ['free']);
+    assert.deepStrictEqual(trace, []);
+});
+
+test('as.sync() calls the sync() of a Mutex subclass that overrides it', T, async () => {
+    const calls = [];
+    class Traced extends Mutex {
+        sync(as, step, onerror) {
+            calls.push(typeof step);
+            super.sync(as, step, onerror);
+        }
+    }
+    const r = await runFlow((as) => as.sync(new Traced(), (as) => as.success('in')));
+    assert.deepStrictEqual(r.args, ['in']);
+    assert.deepStrictEqual(calls, ['function']);
+});
+
+test('Throttle and Mutex objects collected and made again: each keeps its own state', T, async () => {
+    const v8 = require('v8');
+    const vm = require('vm');
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc');
+    for (let round = 0; round < 3; ++round) {
+        for (let i = 0; i < 50; ++i) {
+            const thr = new Throttle(1, 1000);
+            await runFlow((as) => as.sync(thr, (as) => as.success(i)));
+        }
+        gc();
+        await new Promise((resolve) => setImmediate(resolve));
+    }
+    // a new Throttle must not share an entry with a collected one
+    const thr = new Throttle(1, 100000, 0);
+    const mtx = new Mutex();
+    assert.deepStrictEqual((await runFlow((as) => as.sync(thr, (as) => as.success(1)))).args, [1]);
+    assert.strictEqual((await runFlow((as) => as.sync(thr, (as) => as.success(2)))).err, 'DefenseRejected');
+    assert.deepStrictEqual((await runFlow((as) => as.sync(mtx, (as) => as.success(3)))).args, [3]);
+});
+
 test('root.sync() with a Mutex', T, async () => {
     const mtx = new Mutex();
     const root = $as();
