@@ -583,6 +583,61 @@ static void hooks_not_rearmed_per_step_while_the_deadline_holds(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* a flow executed inside a host step runs its first burst at once with
+ * execute_nested(), and host_next_of() hands over its steps only, before
+ * steps of other flows waiting in the host queue */
+static void host_nested_flow_runs_alone(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    FutoInAsyncSteps* a = g_fx.root;
+    FutoInAsyncSteps* x = futoin_steps_new(g_fx.tool);
+    FutoInAsyncSteps* b = futoin_steps_new(g_fx.tool);
+    assert_non_null(x);
+    assert_non_null(b);
+    a->api->add(a, (void*)"a", f_host_marker, NULL);
+    x->api->add(x, (void*)"x", f_host_marker, NULL);
+    a->api->execute(a, NULL, NULL);
+    x->api->execute(x, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    void* data = NULL;
+    FutoInAsyncSteps* sa = futoin_tool_host_next(g_fx.tool, &data, NULL);
+    assert_non_null(sa);
+    assert_string_equal(data, "a");
+    /* inside a's step: x waits in the host queue; b is executed */
+    b->api->add(b, (void*)"b1", f_host_marker, NULL);
+    b->api->add(b, (void*)"b2", f_host_marker, NULL);
+    b->api->execute(b, NULL, NULL);
+    assert_null(futoin_tool_host_next_of(b, NULL, NULL));
+    assert_int_equal(futoin_steps_execute_burst(b), 0); /* not inside a host step */
+    assert_int_equal(futoin_steps_execute_nested(b), 1);
+    FutoInAsyncSteps* sb = futoin_tool_host_next_of(b, &data, NULL);
+    assert_non_null(sb);
+    assert_string_equal(data, "b1");
+    assert_null(futoin_tool_host_next_of(b, NULL, NULL));
+    futoin_tool_host_done(sb);
+    sb = futoin_tool_host_next_of(b, &data, NULL);
+    assert_non_null(sb);
+    assert_string_equal(data, "b2");
+    futoin_tool_host_done(sb);
+    assert_null(futoin_tool_host_next_of(b, NULL, NULL));
+    assert_null(futoin_tool_host_next_of(a, NULL, NULL));
+    futoin_tool_host_done(sa);
+    /* x's step is still first in the queue, then nothing */
+    FutoInAsyncSteps* sx = futoin_tool_host_next(g_fx.tool, &data, NULL);
+    assert_non_null(sx);
+    assert_string_equal(data, "x");
+    futoin_tool_host_done(sx);
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
+    /* bad input */
+    assert_null(futoin_tool_host_next_of(NULL, NULL, NULL));
+    assert_int_equal(futoin_steps_execute_nested(NULL), 0);
+    x->api->free(x);
+    b->api->free(b);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* ---- cross-thread completion ---- */
 
 enum
@@ -837,6 +892,7 @@ int main(void)
             T(custom_clock_drives_timers),
             T(hooks_arm_reports_next_wakeup),
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
+            T(host_nested_flow_runs_alone),
             T(cross_thread_success_with_ref),
             T(cross_thread_handle_error),
             T(cross_thread_unhandled_error),

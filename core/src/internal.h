@@ -111,6 +111,8 @@ struct FutoInAsyncTool_
     struct fstrand* host_head;
     struct fstrand* host_tail;
     uint32_t host_active; /* host steps taken and not done: inside callbacks */
+    int host_bursts;      /* futoin_tool_set_host_bursts() */
+    struct fstrand* host_cont; /* the strand host_done() goes on with */
     /* clock */
     futoin_clock_fn clock;
     void* clock_data;
@@ -304,6 +306,7 @@ typedef struct fflow
     uint8_t info_idx;
     uint32_t flags;
     uint32_t depth; /* user callbacks of this flow on the C stack */
+    uint32_t host_queued; /* its strands in the host queue (futoin_tool_host_next_of) */
     FutoInBinaryValue last_exception;
 } fflow;
 

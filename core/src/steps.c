@@ -493,12 +493,18 @@ static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state)
     }
     st->host_budget = budget;
     st->host_next = NULL;
-    if (t->host_tail) {
+    if (st == t->host_cont && t->host_head) {
+        st->host_next = t->host_head; /* its burst goes on first */
+        t->host_head = st;
+    } else if (t->host_tail) {
         t->host_tail->host_next = st;
     } else {
         t->host_head = st;
     }
-    t->host_tail = st;
+    if (!st->host_next) {
+        t->host_tail = st;
+    }
+    ++st->flow->host_queued;
     ++st->flow->depth;
 }
 
@@ -1037,6 +1043,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->unhandled_data = NULL;
     fl->flags = 0;
     fl->depth = 0;
+    fl->host_queued = 0;
     strand_init(&fl->main, fl, &fl->base);
     return fl;
 }
@@ -1105,6 +1112,13 @@ void futoin_tool_set_host_loops(
     }
 }
 
+void futoin_tool_set_host_bursts(FutoInAsyncTool* t, int on)
+{
+    if (t) {
+        t->host_bursts = on != 0;
+    }
+}
+
 void futoin_tool_set_host_error(FutoInAsyncTool* t, FutoInAsyncSteps_error_callback eh)
 {
     if (t) {
@@ -1159,17 +1173,20 @@ int futoin_tool_host_pending(FutoInAsyncTool* t)
     return t && t->host_head;
 }
 
-FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const FutoInArgs** args)
+/* take st (after prev, NULL: the head) off the host queue */
+static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* prev, fstrand* st, void** data,
+                                   const FutoInArgs** args)
 {
-    fstrand* st = t ? t->host_head : NULL;
-    if (!st) {
-        return NULL;
+    if (prev) {
+        prev->host_next = st->host_next;
+    } else {
+        t->host_head = st->host_next;
     }
-    t->host_head = st->host_next;
-    if (!t->host_head) {
-        t->host_tail = NULL;
+    if (t->host_tail == st) {
+        t->host_tail = prev;
     }
     st->host_next = NULL;
+    --st->flow->host_queued;
     ++t->host_active;
     fstep* c = st->top;
     if (data) {
@@ -1179,6 +1196,35 @@ FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const F
         *args = &st->host_args;
     }
     return &c->iface;
+}
+
+FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const FutoInArgs** args)
+{
+    fstrand* st = t ? t->host_head : NULL;
+    return st ? host_take(t, NULL, st, data, args) : NULL;
+}
+
+FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, const FutoInArgs** args)
+{
+    if (!root || !futoin_steps_is_native(root)) {
+        return NULL;
+    }
+    fstep* s = fstep_of(root);
+    if (s->kind != FK_ROOT || s->state == FS_FREE) {
+        return NULL;
+    }
+    fflow* fl = s->flow;
+    FutoInAsyncTool* t = fl->tool;
+    if (!fl->host_queued) {
+        return NULL;
+    }
+    fstrand* prev = NULL;
+    for (fstrand* st = t->host_head; st; prev = st, st = st->host_next) {
+        if (st->flow == fl) {
+            return host_take(t, prev, st, data, args);
+        }
+    }
+    return NULL;
 }
 
 void futoin_tool_host_done(FutoInAsyncSteps* bsi)
@@ -1213,14 +1259,31 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
         post_exec(st, c);
     }
     --fl->depth;
+    fstrand* prev_cont = t->host_cont;
+    t->host_cont = t->host_bursts ? st : NULL;
     strand_run_budget(st, st->host_budget);
+    t->host_cont = prev_cont;
     t->running = was_running;
     if (!was_running) {
         ftool_rearm(t);
     }
 }
 
+static int execute_burst(FutoInAsyncSteps* root, int inside_host_step);
+
 int futoin_steps_execute_burst(FutoInAsyncSteps* root)
+{
+    return execute_burst(root, 0);
+}
+
+int futoin_steps_execute_nested(FutoInAsyncSteps* root)
+{
+    return execute_burst(root, 1);
+}
+
+/* inside_host_step: the host may be running a step it took (no engine
+ * frame is on the stack then) */
+static int execute_burst(FutoInAsyncSteps* root, int inside_host_step)
 {
     if (!futoin_steps_is_native(root)) {
         return 0;
@@ -1232,7 +1295,7 @@ int futoin_steps_execute_burst(FutoInAsyncSteps* root)
     fflow* fl = s->flow;
     FutoInAsyncTool* t = fl->tool;
     /* never inside the tool's own callbacks: that would run a flow inline */
-    if (t->running || t->host_active || !ftool_is_loop_thread(t) || !(fl->flags & FL_RUNNING)
+    if (t->running || (t->host_active && !inside_host_step) || !ftool_is_loop_thread(t) || !(fl->flags & FL_RUNNING)
             || !fl->main.task.queued) {
         return 0;
     }

@@ -30,6 +30,7 @@ const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
 const HOST_TAKE = 16;
 const HOST_FINISH = 32;
+const HOST_NESTED = 64;
 const CODE_SAME = 1; // low bits of an error handler's code: the error is root._jsErr
 const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_CODE_NUM1)
 const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
@@ -702,15 +703,24 @@ class AsyncSteps {
         }
         this._running = true;
         const test = this._test;
-        const take = !draining[test ? 1 : 0];
-        // the first JS step comes back at once; a promise() hears of an
+        // its first JS step comes back at once; a promise() hears of an
         // unhandled error even when JS raised it
-        reg.SH[8] = (take ? HOST_TAKE : 0) | (this._reject !== null ? HOST_FINISH : 0);
+        reg.SH[8] = HOST_TAKE | HOST_NESTED | (this._reject !== null ? HOST_FINISH : 0);
         h = N.execute(h, test, this);
         this._h = h;
         ROOTS[h % SLOT] = this;
-        if (take) {
-            drainHost(test, true); // its first steps run now, as in futoin-asyncsteps
+        // its first burst runs now, alone (inside a step too), as in
+        // futoin-asyncsteps; other flows' steps wait for their own turn
+        const which = test ? 1 : 0;
+        if (draining[which]) {
+            runHost(test ? HOST_TEST : 0, HOST_NESTED);
+        } else {
+            draining[which] = true;
+            try {
+                runHost(test ? HOST_TEST : 0, HOST_NESTED);
+            } finally {
+                draining[which] = false;
+            }
         }
         return this;
     }
@@ -988,44 +998,49 @@ const HOST_ARGS = [undefined, undefined, undefined, undefined];
 // drain runs a burst of 100 steps, the rest waits for a later loop turn
 const draining = [false, false];
 
-/* taken: execute() took the first step already (its code is in SH[9]) */
-const drainHost = (test, taken) => {
+/* run the JS steps C hands over, the first one's code in SH[9], until
+ * none is left or the burst of 100 is used up; nested: HOST_NESTED (only
+ * the steps of the flow that execute() started inside a step) or 0 */
+const runHost = (testBit, nested) => {
+    const SH = reg.SH;
+    const NUMS = reg.nums;
+    let budget = 100;
+    let code = SH[9];
+    while (code !== 0) {
+        const h = SH[5];
+        let a0 = HOST_ARGS[0];
+        if ((code & 7) === CODE_NUM1) {
+            a0 = NUMS[0]; // one number, in shared memory
+            code -= CODE_NUM1 - 2;
+        } else if ((code & 24) === MODE_REPEAT_BITS) {
+            a0 = SH[7]; // the iteration (-1: past int32, in HOST_ARGS[0])
+            if (a0 < 0) {
+                a0 = HOST_ARGS[0];
+            }
+        }
+        const flags = (code & 24) === MODE_ERROR_BITS ?
+            onError(SH[6], h, (code >>> 5) + 1,
+                (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
+            onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
+        SH[5] = h; // a nested drain may have changed it
+        SH[8] = flags | testBit | nested | (--budget > 0 ? HOST_TAKE : 0);
+        N.hostDone();
+        code = SH[9];
+    }
+};
+
+/* the steps set aside for JS, in a burst (called by C on a loop turn) */
+const drainHost = (test) => {
     const which = test ? 1 : 0;
     if (draining[which]) {
         return 0;
     }
     draining[which] = true;
-    const SH = reg.SH;
-    const NUMS = reg.nums;
     try {
-        let budget = 100;
         const testBit = test ? HOST_TEST : 0;
-        if (taken !== true || SH[9] === 0) {
-            SH[8] = testBit;
-            N.hostNext();
-        }
-        let code = SH[9];
-        while (code !== 0) {
-            const h = SH[5];
-            let a0 = HOST_ARGS[0];
-            if ((code & 7) === CODE_NUM1) {
-                a0 = NUMS[0]; // one number, in shared memory
-                code -= CODE_NUM1 - 2;
-            } else if ((code & 24) === MODE_REPEAT_BITS) {
-                a0 = SH[7]; // the iteration (-1: past int32, in HOST_ARGS[0])
-                if (a0 < 0) {
-                    a0 = HOST_ARGS[0];
-                }
-            }
-            const flags = (code & 24) === MODE_ERROR_BITS ?
-                onError(SH[6], h, (code >>> 5) + 1,
-                    (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
-                onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
-            SH[5] = h; // a nested drain of the other tool may have changed it
-            SH[8] = flags | testBit | (--budget > 0 ? HOST_TAKE : 0);
-            N.hostDone();
-            code = SH[9];
-        }
+        reg.SH[8] = testBit;
+        N.hostNext();
+        runHost(testBit, 0);
     } finally {
         draining[which] = false;
     }

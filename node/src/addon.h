@@ -33,6 +33,7 @@
 #define JS_HOST_TEST 8  /* hostNext/hostDone: the AsyncToolTest tool */
 #define JS_HOST_TAKE 16 /* hostDone: hand over the next step (the burst goes on) */
 #define JS_HOST_FINISH 32 /* execute(): JS wants the unhandled error even when it raised it */
+#define JS_HOST_NESTED 64 /* execute(), hostDone(): take only steps of that flow (run inside a step) */
 #define JS_CODE_SAME 1    /* low 3 bits of an error handler's code: the error JS saw last */
 
 enum hkind

@@ -870,12 +870,13 @@ static napi_value n_continue(napi_env env, napi_callback_info info)
 
 /* the next plain JS step to run, or 0: its code as onStep's; SH_H its
  * handle, SH_ROOT its root's slot; its values in the array given to init */
-static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
+static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
 {
     napi_env env = e->env;
     void* data;
     const FutoInArgs* args;
-    FutoInAsyncSteps* bsi = futoin_tool_host_next(t, &data, &args);
+    FutoInAsyncSteps* bsi = only ? futoin_tool_host_next_of(only->bsi, &data, &args)
+                                 : futoin_tool_host_next(t, &data, &args);
     if (!bsi) {
         return 0;
     }
@@ -884,7 +885,7 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t)
     if (!s) {
         bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "too many active steps");
         futoin_tool_host_done(bsi);
-        return host_take(e, t); /* bounded: each call retires one step */
+        return host_take(e, t, only); /* bounded: each call retires one step */
     }
     ++e->turn_steps;
     e->sh[SH_H] = (int32_t)(e->slots[s].gen << 20 | s);
@@ -956,7 +957,7 @@ static napi_value n_host_next(napi_env env, napi_callback_info info)
         js_flush_ops(e);
     }
     int32_t in = e->sh[SH_HOST_IN];
-    e->sh[SH_HOST_OUT] = host_take(e, (in & JS_HOST_TEST) ? e->test_tool : e->tool);
+    e->sh[SH_HOST_OUT] = host_take(e, (in & JS_HOST_TEST) ? e->test_tool : e->tool, NULL);
     return NULL;
 }
 
@@ -974,8 +975,15 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
     int32_t id = e->sh[SH_H];
     int32_t flags = e->sh[SH_HOST_IN];
     uint32_t s = (uint32_t)id & ((1u << 20) - 1);
+    jroot* only = NULL; /* JS_HOST_NESTED: the flow of this step */
+    uint32_t only_slot = 0, only_gen = 0;
     if (s && s < e->nslots && e->slots[s].kind == HK_STEP && (uint32_t)id == (e->slots[s].gen << 20 | s)) {
         FutoInAsyncSteps* bsi = e->slots[s].bsi;
+        if (flags & JS_HOST_NESTED) {
+            only = e->slots[s].root;
+            only_slot = only->slot;
+            only_gen = e->slots[only_slot].gen;
+        }
         if ((flags & JS_F_DONE) || !(flags & (JS_F_ADDED | JS_F_WAIT))) {
             jh_free(e, s);
         } else {
@@ -994,7 +1002,19 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
         e->sh[SH_HOST_OUT] = 0;
         return NULL;
     }
-    e->sh[SH_HOST_OUT] = host_take(e, t);
+    if (flags & JS_HOST_NESTED) {
+        /* the nested flow alone; none when it ended meanwhile (its slot
+         * is freed before the root) */
+        hslot* rs = only ? &e->slots[only_slot] : NULL;
+        e->sh[SH_HOST_OUT] = rs && rs->kind == HK_ROOT && rs->gen == only_gen && rs->root == only
+                                     ? host_take(e, t, only)
+                                     : 0;
+        if (!e->sh[SH_HOST_OUT] && t == e->tool && futoin_tool_host_pending(t)) {
+            jd_arm_ready(e); /* other flows' steps: on a turn of their own */
+        }
+        return NULL;
+    }
+    e->sh[SH_HOST_OUT] = host_take(e, t, NULL);
     return NULL;
 }
 
@@ -1078,14 +1098,27 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     napi_value saved_obj = e->exec_obj;
     e->exec_slot = r->slot;
     e->exec_obj = argv[2];
+    const int nested = (in & JS_HOST_NESTED) != 0;
+    /* the flow may end in its burst and r go back to the allocator */
+    FutoInAsyncTool* tool = r->tool;
+    const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
     jlazy lz;
     lz_enter(e, &lz);
-    futoin_steps_execute_burst(bsi);
+    if (nested) {
+        futoin_steps_execute_nested(bsi);
+    } else {
+        futoin_steps_execute_burst(bsi);
+    }
     lz_leave(e, &lz);
     e->exec_slot = saved_slot;
     e->exec_obj = saved_obj;
     if (take) {
-        e->sh[SH_HOST_OUT] = host_take(e, r->tool);
+        if (!nested) {
+            e->sh[SH_HOST_OUT] = host_take(e, tool, NULL);
+        } else {
+            hslot* rs = &e->slots[rslot];
+            e->sh[SH_HOST_OUT] = rs->kind == HK_ROOT && rs->gen == rgen && rs->root == r ? host_take(e, tool, r) : 0;
+        }
     }
     return out;
 }
@@ -1265,6 +1298,9 @@ napi_status js_steps_register(napi_env env, napi_value exports)
 {
     futoin_tool_set_host_exec(tl_env->tool, tr_host_step);
     futoin_tool_set_host_exec(tl_env->test_tool, tr_host_step);
+    /* a flow runs its steps as one burst, as futoin-asyncsteps runs them */
+    futoin_tool_set_host_bursts(tl_env->tool, 1);
+    futoin_tool_set_host_bursts(tl_env->test_tool, 1);
     futoin_tool_set_host_loops(tl_env->tool, tr_host_loop, tr_host_repeat);
     futoin_tool_set_host_loops(tl_env->test_tool, tr_host_loop, tr_host_repeat);
     futoin_tool_set_host_error(tl_env->tool, tr_host_error);

@@ -124,3 +124,104 @@ test('two long flows interleave', T, async () => {
     }
     assert.ok(switches >= 2, `the flows alternate (${switches} switches)`);
 });
+
+test('execute() inside a step of another flow runs the new flow\'s first burst before it returns', T, async () => {
+    const trace = [];
+    const done = deferred();
+    const outer = $as();
+    outer.add((as) => {
+        trace.push('A1 begin');
+        const inner = $as();
+        inner.add((as) => {
+            trace.push('B1');
+            as.add((as) => trace.push('B1.1'));
+        });
+        inner.add((as) => {
+            trace.push('B2');
+            as.error('Boom');
+        }, (as, err) => {
+            trace.push(`B2 handled ${err}`);
+            as.success();
+        });
+        inner.add((as) => {
+            trace.push('B3 waits');
+            as.waitExternal();
+            setTimeout(() => as.success(), 1);
+        });
+        inner.add((as) => {
+            trace.push('B4');
+            done.resolve();
+        });
+        assert.strictEqual(inner.execute(), inner);
+        trace.push('A1 end');
+    });
+    outer.add((as) => trace.push('A2'));
+    outer.execute();
+    trace.push('returned');
+    assert.deepStrictEqual(trace,
+        ['A1 begin', 'B1', 'B1.1', 'B2', 'B2 handled Boom', 'B3 waits', 'A1 end', 'A2', 'returned']);
+    await done.promise;
+    assert.strictEqual(trace[trace.length - 1], 'B4');
+});
+
+test('a flow executed inside a step runs alone: other flows ready in that turn wait', T, async () => {
+    const trace = [];
+    const waiting = [];
+    const done = deferred();
+    const make = (name, second) => {
+        const root = $as();
+        root.add((as) => {
+            as.waitExternal();
+            waiting.push(as);
+        });
+        root.add(second);
+        root.add((as) => trace.push(`${name}3`));
+        root.execute();
+        return root;
+    };
+    make('A', (as) => {
+        trace.push('A2 begin');
+        $as().add((as) => trace.push('B1')).add((as) => trace.push('B2')).execute();
+        trace.push('A2 end');
+    });
+    make('X', (as) => trace.push('X2'));
+    make('Y', (as) => {
+        trace.push('Y2');
+        done.resolve();
+    });
+    setTimeout(() => {
+        for (const as of waiting) {
+            as.success();
+        }
+    }, 1);
+    await done.promise;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // B runs inside A2; X and Y go on after A2 (their order relative to A3
+    // is the scheduler's: only B's place is checked)
+    const a2 = trace.indexOf('A2 begin');
+    assert.deepStrictEqual(trace.slice(a2, a2 + 4), ['A2 begin', 'B1', 'B2', 'A2 end']);
+    assert.deepStrictEqual(trace.filter((t) => /^[XY]/.test(t)), ['X2', 'X3', 'Y2', 'Y3']);
+    assert.ok(trace.indexOf('X2') > trace.indexOf('A2 end'));
+});
+
+test('execute() runs its own flow only: a flow an external success() resumed waits for its own event', T, async () => {
+    const trace = [];
+    const done = deferred();
+    const x = $as();
+    x.add((as) => {
+        as.waitExternal();
+        setTimeout(() => {
+            as.success();
+            trace.push('X resumed');
+            $as().add((as) => trace.push('B1')).add((as) => trace.push('B2')).execute();
+            trace.push('B executed');
+        }, 1);
+    });
+    x.add((as) => {
+        trace.push('X2');
+        done.resolve();
+    });
+    x.execute();
+    await done.promise;
+    assert.deepStrictEqual(trace, ['X resumed', 'B1', 'B2', 'B executed', 'X2']);
+});

@@ -142,6 +142,9 @@ FUTOIN_API FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool);
  * nothing (returns 0) inside the tool's own callbacks, on another thread, or
  * when the root is not waiting for its first turn. Returns 1 when it ran. */
 FUTOIN_API int futoin_steps_execute_burst(FutoInAsyncSteps* root);
+/* The same, also while the host runs a step it took with host_next() (the
+ * JS reference runs a flow executed inside a step at once, nested). */
+FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
 
 /* Steps run by the host. A script runtime for which calling in is costly
  * names its execute callback here; plain steps with that callback are then
@@ -157,6 +160,15 @@ FUTOIN_API void futoin_tool_set_host_exec(FutoInAsyncTool* tool, FutoInAsyncStep
 FUTOIN_API int futoin_tool_host_pending(FutoInAsyncTool* tool);
 FUTOIN_API FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* tool, void** data, const FutoInArgs** args);
 FUTOIN_API void futoin_tool_host_done(FutoInAsyncSteps* bsi);
+/* on: a strand that host_done() goes on with puts its next host step first
+ * in the queue, so a sequence of host steps runs as one burst (the JS
+ * reference's order: a flow, or a parallel branch, runs until it waits
+ * before the next one gets a turn). Off (the default): each host step
+ * queues behind the others, round-robin. */
+FUTOIN_API void futoin_tool_set_host_bursts(FutoInAsyncTool* tool, int on);
+/* host_next() for one flow: the first step waiting for the host of the flow
+ * of `root` (NULL: none), so a host can run a nested flow alone. */
+FUTOIN_API FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, const FutoInArgs** args);
 
 /* Loop and repeat bodies run by the host, the same way: each iteration of a
  * loop()/repeat() made with these callbacks is taken with host_next() (no
