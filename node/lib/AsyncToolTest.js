@@ -59,12 +59,14 @@ exports.hasEvents = function() {
 };
 
 /**
- * Pending callLater()/callImmediate() events, in scheduling order, plus one
- * entry standing for pending flow work when there is any.
+ * Pending callLater()/callImmediate() events in deadline order (equal
+ * deadlines as scheduled), as futoin-asyncsteps keeps its queue, plus one
+ * entry standing for pending flow work when there is no such event.
  * @returns {Array} events
  */
 exports.getEvents = function() {
-    const list = Array.from(events.values());
+    // sort() is stable: the Map keeps scheduling order
+    const list = Array.from(events.values()).sort((a, b) => a.t - b.t);
     if (N.testHas() && !list.length) {
         list.push({ f: null, t: N.testNow() });
     }

@@ -50,6 +50,20 @@ test('AsyncTool: callLater/cancelCall and callImmediate/cancelImmediate on the r
     assert.deepStrictEqual(trace, ['timer', 'immediate']);
 });
 
+test('getEvents() lists the callLater() events in deadline order, equal deadlines as scheduled', withTestTool(() => {
+    const late = (as) => {};
+    const early = (as) => {};
+    const early2 = (as) => {};
+    AT.callLater(late, 100);
+    AT.callLater(early, 10);
+    AT.callLater(early2, 10);
+    const ev = AT.getEvents();
+    assert.deepStrictEqual(ev.map((e) => e.f), [early, early2, late]);
+    assert.ok(ev[0].t <= ev[1].t && ev[1].t < ev[2].t);
+    AT.resetEvents();
+    assert.strictEqual(AT.getEvents().length, 0);
+}));
+
 test('callLater() events run in deadline order; cancelCall() drops one', withTestTool(() => {
     assert.strictEqual(AT.hasEvents(), false);
     const trace = [];
