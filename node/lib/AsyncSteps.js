@@ -139,9 +139,17 @@ const raise = (root, h, name, error_info) => {
         deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
     } else {
         errorInC(root, h, name, infoArg(error_info));
+        // handlers run now, as futoin-asyncsteps runs them in error()
         if (!root._test) {
-            // handlers run now, as futoin-asyncsteps runs them in error()
             N.runNow();
+        } else if (!root._foreign && root._h !== undefined) {
+            // virtual time: this flow alone, no event used up (inside an
+            // event, as soon as the event's callback returns)
+            if (N.flowNow(root._h)) {
+                runAlone(true);
+            } else {
+                reg.afterEvent.push(root);
+            }
         }
     }
     throw e;
@@ -711,17 +719,7 @@ class AsyncSteps {
         ROOTS[h % SLOT] = this;
         // its first burst runs now, alone (inside a step too), as in
         // futoin-asyncsteps; other flows' steps wait for their own turn
-        const which = test ? 1 : 0;
-        if (draining[which]) {
-            runHost(test ? HOST_TEST : 0, HOST_NESTED);
-        } else {
-            draining[which] = true;
-            try {
-                runHost(test ? HOST_TEST : 0, HOST_NESTED);
-            } finally {
-                draining[which] = false;
-            }
-        }
+        runAlone(test);
         return this;
     }
 
@@ -1029,6 +1027,23 @@ const runHost = (testBit, nested) => {
     }
 };
 
+/* the steps of one flow, the first one's code in SH[9] (execute(),
+ * flowNow()), nested in a drain that runs or as a drain of its own */
+const runAlone = (test) => {
+    const which = test ? 1 : 0;
+    const testBit = test ? HOST_TEST : 0;
+    if (draining[which]) {
+        runHost(testBit, HOST_NESTED);
+        return;
+    }
+    draining[which] = true;
+    try {
+        runHost(testBit, HOST_NESTED);
+    } finally {
+        draining[which] = false;
+    }
+};
+
 /* the steps set aside for JS, in a burst (called by C on a loop turn) */
 const drainHost = (test) => {
     const which = test ? 1 : 0;
@@ -1049,6 +1064,17 @@ const drainHost = (test) => {
 
 reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, isProduction, HOST_ARGS));
 reg.drainHost = drainHost;
+/* roots whose flows an event made ready to go on before it ends */
+reg.afterEvent = [];
+reg.runAfterEvent = () => {
+    const roots = reg.afterEvent;
+    while (roots.length !== 0) {
+        const root = roots.shift();
+        if (root._h !== undefined && N.flowNow(root._h)) {
+            runAlone(true);
+        }
+    }
+};
 
 AsyncSteps.AsyncStepProtector = AsyncStepProtector;
 AsyncSteps.ParallelStep = ParallelStep;

@@ -46,7 +46,11 @@ let thrown = null;
 
 exports.nextEvent = function() {
     N.testNext();
-    require('./registry').drainHost(true);
+    const reg = require('./registry');
+    reg.drainHost(true);
+    if (reg.afterEvent.length !== 0) {
+        reg.runAfterEvent();
+    }
     if (thrown) {
         const e = thrown.e;
         thrown = null;

@@ -1018,6 +1018,35 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
     return NULL;
 }
 
+/* flowNow(h) -> whether it ran: the flow of root h goes on now, alone, when
+ * it is ready (an error() from outside under AsyncToolTest runs its
+ * handlers inside the call, as futoin-asyncsteps does); not inside the
+ * scheduler's own callbacks. Its first JS step comes back in SH_HOST_OUT as
+ * from execute() with JS_HOST_NESTED */
+static napi_value n_flow_now(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    e->sh[SH_HOST_OUT] = 0;
+    hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
+    if (!h || !h->root->running) {
+        return NULL;
+    }
+    jroot* r = h->root;
+    FutoInAsyncTool* tool = r->tool;
+    const uint32_t rslot = r->slot, rgen = h->gen;
+    jlazy lz;
+    lz_enter(e, &lz);
+    int ran = futoin_steps_execute_nested(r->bsi);
+    lz_leave(e, &lz);
+    hslot* rs = &e->slots[rslot]; /* the flow may have ended */
+    if (rs->kind == HK_ROOT && rs->gen == rgen && rs->root == r) {
+        e->sh[SH_HOST_OUT] = host_take(e, tool, r);
+    }
+    napi_value out;
+    NAPI_OK(napi_get_boolean(env, ran != 0, &out));
+    return out;
+}
+
 /* rootNew(test) -> handle of a C root made before execute() (binary()) */
 static napi_value n_root_new(napi_env env, napi_callback_info info)
 {
@@ -1315,6 +1344,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"flush", n_flush},
             {"hostNext", n_host_next},
             {"hostDone", n_host_done},
+            {"flowNow", n_flow_now},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},
             {"add", n_add},

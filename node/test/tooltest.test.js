@@ -333,3 +333,50 @@ test('testcase(func, onerror): a negative test fails when func does not fail', T
     assert.ok(res.err instanceof Error);
     assert.strictEqual(res.err.message, 'NegativeTestMustThrow');
 });
+
+test('an error() from a callLater() event runs the step\'s error handler inside that event', withTestTool(() => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => {
+        AT.callLater(() => {
+            try {
+                as.error('MyError', 'late');
+            } catch (e) {
+                trace.push(`threw ${e.message}`);
+            }
+        });
+        as.waitExternal();
+    }, (as, err) => {
+        trace.push(`handled ${err} ${as.state.error_info}`);
+    });
+    root.add((as) => trace.push('not reached'));
+    root.execute();
+    assert.strictEqual(AT.getEvents().length, 1);
+    AT.nextEvent();
+    // the reference runs the handler before error() throws; here it runs
+    // right after the event's callback returns, still inside nextEvent()
+    assert.deepStrictEqual(trace.slice().sort(), ['handled MyError late', 'threw MyError']);
+    assert.strictEqual(AT.getEvents().length, 0);
+    assert.strictEqual(AT.hasEvents(), false);
+}));
+
+test('an error() from outside any event under AsyncToolTest runs the handler inside the call', withTestTool(() => {
+    const trace = [];
+    let step = null;
+    const root = $as();
+    root.add((as) => {
+        step = as;
+        as.waitExternal();
+    }, (as, err) => {
+        trace.push(`handled ${err}`);
+        as.success();
+    });
+    root.add((as) => trace.push('next'));
+    root.execute();
+    assert.throws(() => step.error('Outside'), /Outside/);
+    // (the next step may run in the same burst: the reference defers it)
+    assert.strictEqual(trace[0], 'handled Outside');
+    AT.run();
+    assert.deepStrictEqual(trace, ['handled Outside', 'next']);
+    assert.strictEqual(AT.hasEvents(), false);
+}));
