@@ -567,6 +567,7 @@ class AsyncSteps {
         this._raiseInfo = undefined;
         this._syncs = undefined;
         this._syncLast = undefined;
+        this._waitH = undefined; // the step that waits last (error() on the running root)
     }
 
     _checkIdle() {
@@ -645,6 +646,12 @@ class AsyncSteps {
     }
 
     error(name, error_info) {
+        const h = this._waitH;
+        if (this._running && h !== undefined && h !== CUR && N.valid(h)) {
+            // as futoin-asyncsteps: the running flow fails at its waiting step
+            this._waitH = undefined;
+            raise(this, h, name, error_info);
+        }
         const e = stateError(this.state, name, error_info);
         if (!this._running) {
             // as futoin-asyncsteps: the queued steps are dropped
@@ -870,6 +877,9 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
         return F_DONE;
     }
     const f = as._f;
+    if ((f & (F_WAIT | F_DONE)) === F_WAIT) {
+        root._waitH = h;
+    }
     if (as._next !== null && !(f & (F_DONE | F_ADDED | F_WAIT))) {
         successN(h, as._next, true); // successStep(): as a success() inside the callback
         return F_DONE;

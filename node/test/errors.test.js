@@ -300,3 +300,19 @@ test('an external as.error() from an event fails the waiting step', T, async () 
     assert.strictEqual(r.err, null);
     assert.deepStrictEqual(r.args, ['handled External', 'from an event']);
 });
+
+test('error() on a root whose flow waits fails that flow at its waiting step', T, async () => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => {
+        as.waitExternal();
+    }, (as, err) => {
+        trace.push(`handled ${err} ${as.state.error_info}`);
+    });
+    root.add((as) => trace.push('not reached'));
+    root.execute();
+    assert.throws(() => root.error('MyError', 'from outside'), /MyError/);
+    assert.deepStrictEqual(trace, ['handled MyError from outside']);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.deepStrictEqual(trace, ['handled MyError from outside']);
+});
