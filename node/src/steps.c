@@ -945,6 +945,14 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
     return (int32_t)(f->k * 32 + (uint32_t)(mode > 0 ? mode : 0) * 8 + (uint32_t)(n + 1));
 }
 
+/* host_take() for the flow of r alone, 0 when that flow ended meanwhile
+ * (r may be gone: its slot, freed before it, tells) */
+static int32_t host_take_live(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen)
+{
+    const hslot* rs = &e->slots[slot];
+    return rs->kind == HK_ROOT && rs->gen == gen && rs->root == r ? host_take(e, t, r) : 0;
+}
+
 /* hostNext(): SH_HOST_IN holds JS_HOST_TEST for the test tool; the code of
  * the next JS step to run (0: none) comes back in SH_HOST_OUT. Arguments
  * and results go through shared memory: this is paid once per step. */
@@ -1003,12 +1011,7 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
         return NULL;
     }
     if (flags & JS_HOST_NESTED) {
-        /* the nested flow alone; none when it ended meanwhile (its slot
-         * is freed before the root) */
-        hslot* rs = only ? &e->slots[only_slot] : NULL;
-        e->sh[SH_HOST_OUT] = rs && rs->kind == HK_ROOT && rs->gen == only_gen && rs->root == only
-                                     ? host_take(e, t, only)
-                                     : 0;
+        e->sh[SH_HOST_OUT] = only ? host_take_live(e, t, only, only_slot, only_gen) : 0;
         if (!e->sh[SH_HOST_OUT] && t == e->tool && futoin_tool_host_pending(t)) {
             jd_arm_ready(e); /* other flows' steps: on a turn of their own */
         }
@@ -1038,10 +1041,7 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     lz_enter(e, &lz);
     int ran = futoin_steps_execute_nested(r->bsi);
     lz_leave(e, &lz);
-    hslot* rs = &e->slots[rslot]; /* the flow may have ended */
-    if (rs->kind == HK_ROOT && rs->gen == rgen && rs->root == r) {
-        e->sh[SH_HOST_OUT] = host_take(e, tool, r);
-    }
+    e->sh[SH_HOST_OUT] = host_take_live(e, tool, r, rslot, rgen);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran != 0, &out));
     return out;
@@ -1142,12 +1142,7 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     e->exec_slot = saved_slot;
     e->exec_obj = saved_obj;
     if (take) {
-        if (!nested) {
-            e->sh[SH_HOST_OUT] = host_take(e, tool, NULL);
-        } else {
-            hslot* rs = &e->slots[rslot];
-            e->sh[SH_HOST_OUT] = rs->kind == HK_ROOT && rs->gen == rgen && rs->root == r ? host_take(e, tool, r) : 0;
-        }
+        e->sh[SH_HOST_OUT] = nested ? host_take_live(e, tool, r, rslot, rgen) : host_take(e, tool, NULL);
     }
     return out;
 }
