@@ -79,7 +79,11 @@ declare namespace $as {
 
     /** Methods of both a root AsyncSteps and the step interface. */
     interface AsyncStepsBase {
-        /** The flow's state object. */
+        /**
+         * The flow's state object. On a step interface it reads null once
+         * the step ended (as in futoin-asyncsteps), so a late callback can
+         * test `if (as.state) as.success()`.
+         */
         state: State;
 
         /**

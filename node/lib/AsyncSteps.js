@@ -38,6 +38,8 @@ const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS
 
 const { FNS, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
 const allocK = reg.allocK;
+const SLOT_MASK = SLOT - 1;
+let LIVE = null; // reg.LIVE, once init() ran
 const queue = reg.queue;
 
 // the handle of the step whose callback runs now (its calls are queued),
@@ -278,9 +280,19 @@ class AsyncStepProtector {
     constructor(root, h) {
         this._root = root;
         this._h = h;
-        this.state = root.state;
         this._f = 0;
         this._next = null;
+    }
+
+    /* the flow's state while the step runs or waits, null once it ended
+     * (its handle freed, or success() called), as futoin-asyncsteps' _cleanup() */
+    get state() {
+        const h = this._h;
+        return LIVE[h & SLOT_MASK] === h && (this._f & F_DONE) === 0 ? this._root.state : null;
+    }
+
+    set state(value) {
+        Object.defineProperty(this, 'state', { value, writable: true, enumerable: true, configurable: true });
     }
 
     add(func, onerror) {
@@ -367,7 +379,7 @@ class AsyncStepProtector {
         sanity(this);
         copyModel(this, other);
         const os = other.state;
-        const s = this.state;
+        const s = this._root.state;
         for (const k in os) {
             if (s[k] === undefined) {
                 s[k] = os[k];
@@ -416,7 +428,7 @@ class AsyncStepProtector {
         checkLabel(label);
         const e = new Error(code);
         // a loop that takes it leaves no exception behind, as in futoin-asyncsteps
-        this.state.last_exception = null;
+        this._root.state.last_exception = null;
         if (this._h === CUR) {
             deferRaise(this._root, e, kind, label, undefined);
         } else if (kind === RAISE_BREAK) {
@@ -1073,6 +1085,7 @@ const drainHost = (test) => {
 };
 
 reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, isProduction, HOST_ARGS));
+LIVE = reg.LIVE;
 reg.drainHost = drainHost;
 /* roots whose flows an event made ready to go on before it ends */
 reg.afterEvent = [];

@@ -138,6 +138,7 @@ reg.queueSuccess = (h, args) => {
 };
 reg.initShared = (SH) => {
     reg.SH = SH;
+    reg.LIVE = SH.live; // by slot: the live handle in it, else 0
     reg.nums = new Float64Array(SH.buffer, SH_NUM * 4, SH_NUM_CAP);
 };
 

@@ -109,6 +109,18 @@ static napi_value n_init(napi_env env, napi_callback_info info)
     NAPI_OK(napi_create_typedarray(env, napi_int32_array, SH_SIZE, ab, 0, &arr));
     NAPI_OK(napi_create_reference(env, ab, 1, &e->sh_ref));
     e->sh = data;
+    /* 4 MiB of address space: pages are only backed once slots reach them */
+    napi_value lab, larr;
+    NAPI_OK(napi_create_arraybuffer(env, JH_SLOTS * sizeof(int32_t), &data, &lab));
+    NAPI_OK(napi_create_typedarray(env, napi_int32_array, JH_SLOTS, lab, 0, &larr));
+    NAPI_OK(napi_create_reference(env, lab, 1, &e->live_ref));
+    NAPI_OK(napi_set_named_property(env, arr, "live", larr));
+    e->live = data;
+    for (uint32_t s = 1; s < e->nslots; ++s) {
+        if (e->slots[s].kind != HK_FREE) {
+            e->live[s] = (int32_t)(e->slots[s].gen << JH_SLOT_BITS | s);
+        }
+    }
     return arr;
 }
 

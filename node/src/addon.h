@@ -146,6 +146,8 @@ struct jsenv
     uint32_t host_fallbacks; /* host steps an engine called itself */
     int32_t* sh; /* the shared Int32Array (SH_*) */
     napi_ref sh_ref;
+    int32_t* live; /* by slot: the id of the live handle in it, else 0 */
+    napi_ref live_ref;
     jroot* free_roots; /* finished roots kept for reuse */
     uint32_t nfree_roots;
     uint32_t* spill;
@@ -194,7 +196,9 @@ static inline void lz_leave(jsenv* e, const jlazy* saved)
     e->lz = *saved;
 }
 
-/* handle table (handles.c) */
+/* handle table (handles.c): a handle is slot | gen << JH_SLOT_BITS */
+#define JH_SLOT_BITS 20
+#define JH_SLOTS (1u << JH_SLOT_BITS)
 uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind);
 void jh_free(jsenv* e, uint32_t slot);
 double jh_id(jsenv* e, uint32_t slot);

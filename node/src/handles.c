@@ -9,8 +9,8 @@
 
 #include <stdlib.h>
 
-#define SLOT_BITS 20
-#define SLOT_MASK ((1u << SLOT_BITS) - 1)
+#define SLOT_BITS JH_SLOT_BITS
+#define SLOT_MASK (JH_SLOTS - 1)
 #define GEN_MASK ((1u << 11) - 1)
 
 uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
@@ -47,6 +47,9 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
     h->root = root;
     h->kind = kind;
     h->next_free = 0;
+    if (e->live) {
+        e->live[s] = (int32_t)(h->gen << SLOT_BITS | s);
+    }
     return s;
 }
 
@@ -54,6 +57,9 @@ void jh_free(jsenv* e, uint32_t s)
 {
     hslot* h = &e->slots[s];
     h->kind = HK_FREE;
+    if (e->live) {
+        e->live[s] = 0;
+    }
     h->bsi = NULL;
     h->root = NULL;
     h->gen = (h->gen + 1) & GEN_MASK;

@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const { spawnSync } = require('child_process');
-const { $as, IMPL, runFlow, onTestTool, T } = require('./helpers');
+const { $as, IMPL, runFlow, onTestTool, deferred, T } = require('./helpers');
 
 const STEP_MSG = 'Step function must expect at least AsyncStep interface';
 const ONERROR_MSG = 'Error handler must take exactly two arguments';
@@ -133,6 +133,66 @@ test('a step interface is out of service after its step ended', T, async () => {
             return true;
         });
     }
+});
+
+test('a step interface has state null once its step ended', T, async () => {
+    const seen = {};
+    let plain = null;
+    let succeeded = null;
+    let outer = null;
+    const r = await runFlow((as) => {
+        as.add((as) => {
+            plain = as;
+            seen.during = as.state !== null && typeof as.state === 'function';
+        });
+        as.add((as) => {
+            seen.plainAfter = plain.state;
+            succeeded = as;
+            as.success();
+            seen.afterSuccess = succeeded.state;
+        });
+        as.add((as) => {
+            outer = as;
+            as.add((as) => {
+                // the outer step has not ended: its sub-steps run
+                seen.outerWhileInner = outer.state === as.state;
+            });
+        });
+        as.add((as) => {
+            seen.outerAfter = outer.state;
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(seen, {
+        during: true, plainAfter: null, afterSuccess: null, outerWhileInner: true, outerAfter: null,
+    });
+});
+
+test('a late callback guarded by as.state does nothing once the step timed out', T, async () => {
+    const late = deferred();
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => {
+                as.setTimeout(5);
+                setTimeout(() => {
+                    try {
+                        if (as.state) {
+                            as.success('late');
+                        }
+                        late.resolve(as.state);
+                    } catch (e) {
+                        late.resolve(e);
+                    }
+                }, 30);
+            },
+            (as, err) => {
+                as.state.handled = err;
+                as.success('recovered');
+            });
+    });
+    assert.strictEqual(r.err, null);
+    assert.strictEqual(r.state.handled, 'Timeout');
+    assert.strictEqual(await late.promise, null);
 });
 
 test('success() twice, or error() after success(): the flow does not go on', T, async () => {
