@@ -304,9 +304,11 @@ typedef struct fflow
     fstate_var* vars;
     fbuf info[2]; /* error_info, double-buffered like the codes */
     uint8_t info_idx;
+    /* not next to depth: both change together, and gcc would merge the two
+     * increments into one wide load that stalls on the stores before it */
+    uint32_t host_queued; /* its strands in the host queue (futoin_tool_host_next_of) */
     uint32_t flags;
     uint32_t depth; /* user callbacks of this flow on the C stack */
-    uint32_t host_queued; /* its strands in the host queue (futoin_tool_host_next_of) */
     FutoInBinaryValue last_exception;
 } fflow;
 

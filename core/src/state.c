@@ -87,7 +87,12 @@ void* fstep_stack(fstep* s, size_t size, void (*cleanup)(void*))
         if (!a) {
             return NULL;
         }
-        memset(a, 0, FALLOC_HDR + size);
+        /* a constant size is a few stores; a variable one is `rep stos` */
+        if (size <= 32) {
+            memset(a, 0, FALLOC_HDR + 32);
+        } else {
+            memset(a, 0, FALLOC_HDR + size);
+        }
         a->pool = t;
     } else {
         a = ftn_calloc(FALLOC_HDR + size);

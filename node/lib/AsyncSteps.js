@@ -36,7 +36,7 @@ const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_C
 const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
 const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS
 
-const { FNS, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
+const { FNS, FREE, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
 const allocK = reg.allocK;
 const SLOT_MASK = SLOT - 1;
 let LIVE = null; // reg.LIVE, once init() ran
@@ -1028,6 +1028,7 @@ const runHost = (testBit, nested) => {
     let code = SH[9];
     while (code !== 0) {
         const h = SH[5];
+        const own = SH[11]; // a step without error handler: its index is ours to free
         let a0 = HOST_ARGS[0];
         if ((code & 7) === CODE_NUM1) {
             a0 = NUMS[0]; // one number, in shared memory
@@ -1042,6 +1043,9 @@ const runHost = (testBit, nested) => {
             onError(SH[6], h, (code >>> 5) + 1,
                 (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
             onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
+        if (own !== 0) {
+            FREE.push(code >>> 5); // onStep cleared FNS[k]; FNS[k + 1] is empty
+        }
         SH[5] = h; // a nested drain may have changed it
         SH[8] = flags | testBit | nested | (--budget > 0 ? HOST_TAKE : 0);
         N.hostDone();

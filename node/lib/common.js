@@ -7,12 +7,16 @@
 
 const isProduction = process.env.NODE_ENV === 'production';
 
-// the last step function that passed: reading a function's length is a
-// call into V8's runtime, and flows add the same function again and again
-let lastFunc = {}; // not a function: nothing matches before the first check
+// the last two step functions and error handlers that passed: reading a
+// function's length is a call into V8's runtime, and flows add the same
+// functions again and again (often two in turn)
+let lastFunc = {}; // not functions: nothing matches before the first check
+let prevFunc = lastFunc;
+let lastEh = lastFunc;
+let prevEh = lastFunc;
 
 const checkFunc = (asi, func) => {
-    if (func === lastFunc) {
+    if (func === lastFunc || func === prevFunc) {
         return;
     }
     if (typeof func !== 'function') {
@@ -21,11 +25,12 @@ const checkFunc = (asi, func) => {
     if (!isProduction && func.length < 1) {
         asi.error('InternalError', 'Step function must expect at least AsyncStep interface');
     }
+    prevFunc = lastFunc;
     lastFunc = func;
 };
 
 const checkOnError = (asi, onerror) => {
-    if (onerror === undefined || onerror === null) {
+    if (onerror === undefined || onerror === null || onerror === lastEh || onerror === prevEh) {
         return;
     }
     if (typeof onerror !== 'function') {
@@ -34,6 +39,8 @@ const checkOnError = (asi, onerror) => {
     if (!isProduction && onerror.length !== 2) {
         asi.error('InternalError', 'Error handler must take exactly two arguments');
     }
+    prevEh = lastEh;
+    lastEh = onerror;
 };
 
 const checkLabel = (label) => {

@@ -26,7 +26,7 @@ const SLOT = 1048576; // handles are slot + gen * 2^20
 const FNS = []; // callbacks by index: fn at k, its onerror at k + 1
 const FREE = [];
 const ROOTS = []; // running roots by slot
-const reg = { FNS, ROOTS, SH: null, target: -1 };
+const reg = { FNS, FREE, ROOTS, SH: null, target: -1 };
 
 const drainFreed = () => {
     const SH = reg.SH;

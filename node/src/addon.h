@@ -79,8 +79,10 @@ struct jroot
 typedef struct jfrag
 {
     jroot* root;
-    uint32_t k;
+    uint32_t k;    /* JK_NONE: handed over to JS, which frees it */
+    uint32_t no_eh; /* a plain step without error handler: JS may free k once it ran */
 } jfrag;
+#define JK_NONE UINT32_MAX
 
 /*
  * The Int32Array shared with JS (lib/registry.js has the same layout):
@@ -99,6 +101,7 @@ typedef struct jfrag
 #define SH_HOST_IN 8  /* hostNext/hostDone: JS_F_* | JS_HOST_* from JS */
 #define SH_HOST_OUT 9 /* hostNext/hostDone: the code of the next JS step, 0: none */
 #define SH_NUM_N 10   /* numbers queued for OP_SUCCESS (the first at double index 1) */
+#define SH_K_OWN 11   /* hostNext/hostDone: 1 when JS frees the step's index after running it */
 #define SH_OPS 16
 #define SH_OPS_CAP 3072
 #define SH_FREED (SH_OPS + SH_OPS_CAP)

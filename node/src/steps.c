@@ -55,7 +55,9 @@ static void frag_cleanup(void* p)
     if (!e) {
         return;
     }
-    release_k(e, f->k);
+    if (f->k != JK_NONE) {
+        release_k(e, f->k);
+    }
     jroot* r = f->root;
     if (r && r->foreign && --r->live == 0) {
         root_strong(r, 0);
@@ -70,6 +72,7 @@ jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r, uint32_t k)
     }
     f->root = r;
     f->k = k;
+    f->no_eh = 0;
     if (r->foreign && r->live++ == 0) {
         root_strong(r, 1); /* a foreign flow holds our callbacks: keep them */
     }
@@ -531,6 +534,7 @@ void js_flush_ops(jsenv* e)
             FutoInAsyncSteps* to = op == OP_PADD ? par : t;
             jfrag* f = to ? jr_frag(t, r, (uint32_t)a) : NULL;
             if (f) {
+                f->no_eh = !b;
                 to->api->add(to, f, step_cb(r), b ? eh_cb(r) : NULL);
             } else {
                 release_k(e, (uint32_t)a);
@@ -893,6 +897,13 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
     int n = 0;
     size_t iter = 0;
     int mode = futoin_tool_host_kind(bsi, &iter);
+    uint32_t k = f->k;
+    /* a step without error handler runs once: JS frees its index at once
+     * (no release through the frame's cleanup and the freed list) */
+    e->sh[SH_K_OWN] = mode == FUTOIN_HOST_STEP && f->no_eh;
+    if (mode == FUTOIN_HOST_STEP && f->no_eh) {
+        f->k = JK_NONE;
+    }
     if (mode != FUTOIN_HOST_ERROR) {
         f->root->jerr = 0; /* onStep clears _jsErr */
     }
@@ -942,7 +953,7 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
             }
         }
     }
-    return (int32_t)(f->k * 32 + (uint32_t)(mode > 0 ? mode : 0) * 8 + (uint32_t)(n + 1));
+    return (int32_t)(k * 32 + (uint32_t)(mode > 0 ? mode : 0) * 8 + (uint32_t)(n + 1));
 }
 
 /* host_take() for the flow of r alone, 0 when that flow ended meanwhile
