@@ -40,6 +40,8 @@ const { FNS, FREE, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP
 const allocK = reg.allocK;
 const SLOT_MASK = SLOT - 1;
 let LIVE = null; // reg.LIVE, once init() ran
+/* a handle whose step, root or parallel object has not ended */
+const isLive = (h) => LIVE[h & SLOT_MASK] === h;
 const queue = reg.queue;
 
 // the handle of the step whose callback runs now (its calls are queued),
@@ -51,7 +53,7 @@ let CUR_ROOT = null;
  * the same sequence is out of bounds (parallel branches are sequences of
  * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
-    if (asp._h !== CUR && CUR_ROOT === asp._root && CUR_ROOT !== null && N.valid(asp._h) &&
+    if (asp._h !== CUR && CUR_ROOT === asp._root && CUR_ROOT !== null && isLive(asp._h) &&
         N.rootId(asp._h) === N.rootId(CUR)) {
         const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)');
         deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
@@ -197,6 +199,21 @@ const forEachImpl = (asi, map_or_list, func, label) => {
 
 /* ---- await of a promise ---- */
 
+/* the promise of a waiting await() step rejected */
+const awaitFailed = (root, as, reason) => {
+    const state = root.state;
+    if (reason instanceof Error) {
+        state.last_exception = reason;
+        state.error_info = undefined;
+        errorInC(root, as._h, 'PromiseReject', undefined);
+    } else {
+        const err = String(reason || 'PromiseReject');
+        state.last_exception = new Error(err);
+        state.error_info = undefined;
+        errorInC(root, as._h, err, undefined);
+    }
+};
+
 const awaitImpl = (asi, root, promise, onerror) => {
     if (promise === null || (typeof promise !== 'object' && typeof promise !== 'function') ||
         typeof promise.then !== 'function') {
@@ -204,23 +221,10 @@ const awaitImpl = (asi, root, promise, onerror) => {
     }
     let step_as = undefined;
     let complete = null;
-    const fail = (as, reason) => {
-        const state = root.state;
-        if (reason instanceof Error) {
-            state.last_exception = reason;
-            state.error_info = undefined;
-            errorInC(root, as._h, 'PromiseReject', undefined);
-        } else {
-            const err = String(reason || 'PromiseReject');
-            state.last_exception = new Error(err);
-            state.error_info = undefined;
-            errorInC(root, as._h, err, undefined);
-        }
-    };
     promise.then(
         (result) => {
             if (step_as) {
-                if (N.valid(step_as._h)) {
+                if (isLive(step_as._h)) {
                     N.success(step_as._h, 1, result);
                     if (!root._test) {
                         // the flow goes on in this microtask, as
@@ -236,8 +240,8 @@ const awaitImpl = (asi, root, promise, onerror) => {
         },
         (reason) => {
             if (step_as) {
-                if (N.valid(step_as._h)) {
-                    fail(step_as, reason);
+                if (isLive(step_as._h)) {
+                    awaitFailed(root, step_as, reason);
                 }
             } else if (step_as === undefined) {
                 step_as = null;
@@ -288,7 +292,7 @@ class AsyncStepProtector {
      * (its handle freed, or success() called), as futoin-asyncsteps' _cleanup() */
     get state() {
         const h = this._h;
-        return LIVE[h & SLOT_MASK] === h && (this._f & F_DONE) === 0 ? this._root.state : null;
+        return isLive(this._h) && (this._f & F_DONE) === 0 ? this._root.state : null;
     }
 
     set state(value) {
@@ -659,7 +663,7 @@ class AsyncSteps {
 
     error(name, error_info) {
         const h = this._waitH;
-        if (this._running && h !== undefined && h !== CUR && N.valid(h)) {
+        if (this._running && h !== undefined && h !== CUR && isLive(h)) {
             // as futoin-asyncsteps: the running flow fails at its waiting step
             this._waitH = undefined;
             raise(this, h, name, error_info);
