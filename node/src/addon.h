@@ -214,6 +214,16 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v);
 /* the number of values a step receives, and them in argv[0..3]; a pack of
  * more than four is spread by JS (n < 0: -n values in argv[0] as an array) */
 int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv);
+/* zero by fields: a memset of the 128-byte struct becomes `rep stos` */
+static inline void jv_zero_args(FutoInArgs* a)
+{
+    for (int i = 0; i < 4; ++i) {
+        a->args[i].type = NULL;
+        a->args[i].u64 = 0;
+        a->args[i].custom_data = NULL;
+        a->args[i].length = 0;
+    }
+}
 /* a JS number as a value (what jv_to_value makes of it) */
 void jv_number(double d, FutoInBinaryValue* out);
 /* a value JS gets as a plain number: 1 and *d set, else 0 */

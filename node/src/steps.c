@@ -559,7 +559,7 @@ void js_flush_ops(jsenv* e)
             /* success() of a step with 1..4 numbers: no JS values to convert */
             const double* nums = (const double*)(void*)(sh + SH_NUM);
             FutoInArgs args;
-            memset(&args, 0, sizeof(args));
+            jv_zero_args(&args);
             for (int32_t j = 0; j < a && j < 4 && b + j < SH_NUM_CAP; ++j) {
                 jv_number(nums[b + j], &args.args[j]);
             }

@@ -409,7 +409,7 @@ int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv)
 /* argv[0] is an array when n > 4 */
 int jv_args_from_js(napi_env env, size_t n, napi_value* argv, FutoInArgs* out)
 {
-    memset(out, 0, sizeof(*out));
+    jv_zero_args(out);
     if (n > 4) {
         return set_ref(env, argv[0], &k_pack, &out->arg0);
     }
