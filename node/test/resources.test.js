@@ -61,6 +61,12 @@ test('flows of every kind do not grow the callback registry or the handle table'
     assert.ok(after.fns <= before.fns + 64, `callback registry grew: ${before.fns} -> ${after.fns}`);
     assert.ok(after.slots <= before.slots + 64, `handle table grew: ${before.slots} -> ${after.slots}`);
     assert.ok(N.stats().live < 16, `handles still in use: ${N.stats().live}`);
+    // an index freed twice (by JS after its step ran and by C's cleanup)
+    // would be handed out twice
+    assert.strictEqual(new Set(reg.FREE).size, reg.FREE.length, 'a callback index is free twice');
+    for (const k of reg.FREE) {
+        assert.ok(reg.FNS[k] === undefined || reg.FNS[k] === null, `free index ${k} holds a callback`);
+    }
 });
 
 test('a cancelled flow gives its handles back', async () => {
