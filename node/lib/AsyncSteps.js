@@ -291,7 +291,6 @@ class AsyncStepProtector {
     /* the flow's state while the step runs or waits, null once it ended
      * (its handle freed, or success() called), as futoin-asyncsteps' _cleanup() */
     get state() {
-        const h = this._h;
         return isLive(this._h) && (this._f & F_DONE) === 0 ? this._root.state : null;
     }
 

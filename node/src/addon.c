@@ -66,7 +66,9 @@ static void env_cleanup(void* arg)
     jsenv* e = arg;
     jd_close(e);
     /* roots and sync objects may still be finalized after this hook; the
-     * tools and the table stay allocated for them (one set per worker) */
+     * tools and the table stay allocated for them (one set per worker), the
+     * live table is V8's and may be gone */
+    e->live = NULL;
     if (tl_env == e) {
         tl_env = NULL;
     }
