@@ -99,6 +99,21 @@ int conf_value_from_json(const jval* j, FutoInBinaryValue* out, char* err, size_
 int conf_args_from_json(const jval* list, FutoInArgs* out, char* err, size_t errlen);
 void conf_value_format(const FutoInBinaryValue* v, char* buf, size_t len);
 void conf_args_format(const FutoInArgs* a, char* buf, size_t len);
+/* bytes per element of an array value of scalar type `base` (C and Node runners) */
+static inline size_t conf_scalar_size(uint8_t base)
+{
+    switch (base) {
+    case FTN_TYPE_BOOL: return sizeof(bool);
+    case FTN_TYPE_INT8:
+    case FTN_TYPE_UINT8: return 1;
+    case FTN_TYPE_INT16:
+    case FTN_TYPE_UINT16: return 2;
+    case FTN_TYPE_INT32:
+    case FTN_TYPE_UINT32:
+    case FTN_TYPE_FLOAT: return 4;
+    default: return 8;
+    }
+}
 
 /* scenario state variables hold a FutoInBinaryValue (interp.c) */
 void* conf_state_alloc(void* data);

@@ -393,21 +393,6 @@ static void format_scalar(uint8_t base, const void* p, char* buf, size_t len)
     }
 }
 
-static size_t scalar_size(uint8_t base)
-{
-    switch (base) {
-    case FTN_TYPE_BOOL: return sizeof(bool);
-    case FTN_TYPE_INT8:
-    case FTN_TYPE_UINT8: return 1;
-    case FTN_TYPE_INT16:
-    case FTN_TYPE_UINT16: return 2;
-    case FTN_TYPE_INT32:
-    case FTN_TYPE_UINT32:
-    case FTN_TYPE_FLOAT: return 4;
-    default: return 8;
-    }
-}
-
 void conf_value_format(const FutoInBinaryValue* v, char* buf, size_t len)
 {
     buf[0] = 0;
@@ -421,7 +406,7 @@ void conf_value_format(const FutoInBinaryValue* v, char* buf, size_t len)
         n += (size_t)snprintf(buf + n, len - n, "[");
         for (uint32_t i = 0; i < v->length && n + 2 < len; ++i) {
             char item[64];
-            format_scalar(base, (const char*)v->p + i * scalar_size(base), item, sizeof(item));
+            format_scalar(base, (const char*)v->p + i * conf_scalar_size(base), item, sizeof(item));
             n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "", item);
         }
         if (n + 1 < len) {

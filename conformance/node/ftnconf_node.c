@@ -214,21 +214,6 @@ static uint64_t now_cb(void* data)
 
 /* ---- binary values -> JS (the values a "js" fragment's step receives) ---- */
 
-static size_t elem_size(uint8_t base)
-{
-    switch (base) {
-    case FTN_TYPE_BOOL: return sizeof(bool);
-    case FTN_TYPE_INT8:
-    case FTN_TYPE_UINT8: return 1;
-    case FTN_TYPE_INT16:
-    case FTN_TYPE_UINT16: return 2;
-    case FTN_TYPE_INT32:
-    case FTN_TYPE_UINT32:
-    case FTN_TYPE_FLOAT: return 4;
-    default: return 8;
-    }
-}
-
 static napi_value int64_value(napi_env env, int64_t x)
 {
     napi_value r = NULL;
@@ -311,7 +296,7 @@ static napi_value value_to_js(napi_env env, const FutoInBinaryValue* v)
         case FTN_TYPE_BOOL:
             napi_create_array_with_length(env, v->length, &r);
             for (uint32_t i = 0; r && i < v->length; ++i) {
-                napi_set_element(env, r, i, scalar_value(env, base, (const char*)v->p + i * elem_size(base)));
+                napi_set_element(env, r, i, scalar_value(env, base, (const char*)v->p + i * conf_scalar_size(base)));
             }
             return r;
         default: break;
