@@ -583,6 +583,55 @@ static void hooks_not_rearmed_per_step_while_the_deadline_holds(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* a host that runs several steps as one: they use up the burst
+ * (host_spend), and the rest of its run goes right after it (host_follow) */
+static void host_run_spends_burst_and_follows(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    futoin_tool_set_host_bursts(g_fx.tool, 1);
+    futoin_tool_set_burst(g_fx.tool, 4);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, (void*)"run", f_host_marker, NULL);
+    r->api->add(r, (void*)"next", f_host_marker, NULL);
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    void* data = NULL;
+    FutoInAsyncSteps* s = futoin_tool_host_next(g_fx.tool, &data, NULL);
+    assert_non_null(s);
+    assert_string_equal(data, "run");
+    assert_int_equal(futoin_tool_host_budget(s), 3);
+    futoin_tool_host_spend(s, 2);
+    assert_int_equal(futoin_tool_host_budget(s), 1);
+    assert_ptr_equal(futoin_tool_host_follow(s), data);
+    futoin_tool_host_done(s);
+    /* the rest of the run comes first, with the last step of the burst */
+    s = futoin_tool_host_next(g_fx.tool, &data, NULL);
+    assert_non_null(s);
+    assert_string_equal(data, "run");
+    assert_int_equal(futoin_tool_host_budget(s), 0);
+    futoin_tool_host_spend(s, 5); /* more than is left: none is left */
+    assert_int_equal(futoin_tool_host_budget(s), 0);
+    futoin_tool_host_done(s);
+    /* the burst is used up: the next step waits for a turn of the loop */
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
+    futoin_tool_iterate(g_fx.tool, 0);
+    s = futoin_tool_host_next(g_fx.tool, &data, NULL);
+    assert_non_null(s);
+    assert_string_equal(data, "next");
+    assert_int_equal(futoin_tool_host_budget(s), 3);
+    futoin_tool_host_done(s);
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
+    /* only a plain step taken by the host */
+    assert_null(futoin_tool_host_follow(r));
+    assert_null(futoin_tool_host_follow(NULL));
+    assert_int_equal(futoin_tool_host_budget(r), 0);
+    futoin_tool_host_spend(NULL, 1);
+    futoin_tool_set_burst(g_fx.tool, 100);
+    futoin_tool_set_host_bursts(g_fx.tool, 0);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* a flow executed inside a host step runs its first burst at once with
  * execute_nested(), and host_next_of() hands over its steps only, before
  * steps of other flows waiting in the host queue */
@@ -893,6 +942,7 @@ int main(void)
             T(hooks_arm_reports_next_wakeup),
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(host_nested_flow_runs_alone),
+            T(host_run_spends_burst_and_follows),
             T(cross_thread_success_with_ref),
             T(cross_thread_handle_error),
             T(cross_thread_unhandled_error),

@@ -1138,6 +1138,60 @@ const char* futoin_tool_host_error(FutoInAsyncSteps* bsi)
     return strand_code(c->strand);
 }
 
+/* the plain step bsi the host took and runs now, else NULL */
+static fstep* host_plain_step(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return NULL;
+    }
+    fstep* c = fstep_of(bsi);
+    if (!c->strand || c->strand->top != c || c->state != FS_EXEC || c->kind != FK_STEP) {
+        return NULL;
+    }
+    return c;
+}
+
+uint32_t futoin_tool_host_budget(FutoInAsyncSteps* bsi)
+{
+    fstep* c = host_plain_step(bsi);
+    return c ? c->strand->host_budget : 0;
+}
+
+void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps)
+{
+    fstep* c = host_plain_step(bsi);
+    if (c) {
+        fstrand* st = c->strand;
+        st->host_budget = steps < st->host_budget ? st->host_budget - steps : 0;
+    }
+}
+
+void* futoin_tool_host_follow(FutoInAsyncSteps* bsi)
+{
+    fstep* c = host_plain_step(bsi);
+    fstep* p = c ? c->parent : NULL;
+    if (!p) {
+        return NULL;
+    }
+    fstep* n = step_get(c->flow);
+    if (FTN_UNLIKELY(!n)) {
+        return NULL;
+    }
+    /* c left p's queue when it started: the head is what comes after it */
+    n->kind = FK_STEP;
+    n->state = FS_QUEUED;
+    n->parent = p;
+    n->data = c->data;
+    n->fn.exec = c->fn.exec;
+    n->eh = NULL;
+    n->next = p->q_head;
+    p->q_head = n;
+    if (!p->q_tail) {
+        p->q_tail = n;
+    }
+    return n->data;
+}
+
 int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter)
 {
     if (!futoin_steps_is_native(bsi)) {
