@@ -25,6 +25,7 @@ const NATIVE_SYNC = require('./syncobj').NativeSync.prototype.sync;
 const F_ADDED = 1;
 const F_WAIT = 2;
 const F_DONE = 4;
+const F_BATCH = 128; // a batch of steps ran: BATCH more than one (JS_F_BATCH)
 
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
@@ -35,8 +36,13 @@ const CODE_SAME = 1; // low bits of an error handler's code: the error is root._
 const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_CODE_NUM1)
 const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
 const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS
+const SH_BUDGET = 12; // the steps the burst still allows (SH_* in src/addon.h)
+const SH_BATCH = 13;
+const SH_TOUCH = 14;
+const DEAD_H = -1; // the handle of a batch's step that ended: never live
 
 const { FNS, FREE, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
+const { SH_OPS, SH_OPS_N, SH_NUM_N, OP_SUCCESS } = reg;
 const allocK = reg.allocK;
 const SLOT_MASK = SLOT - 1;
 let LIVE = null; // reg.LIVE, once init() ran
@@ -107,6 +113,9 @@ const successN = (h, args, queueable) => {
 const errorInC = (root, h, code, info) => {
     root._jsErr = code;
     root._jsInfo = info;
+    if (!isProduction && root._es !== undefined) {
+        root.state.async_stack = root._es; // as futoin-asyncsteps, handled or not
+    }
     N.error(h, code, info);
 };
 
@@ -721,7 +730,13 @@ class AsyncSteps {
                 const kind = ops[i];
                 const eh = ops[i + 2];
                 if (kind === Q_ADD) {
-                    queue(0, OP_ADD, register(ops[i + 1], eh), hasEh(eh) ? 1 : 0);
+                    const j = hasEh(eh) ? i : batchEnd(ops, i);
+                    if (j > i + 3) {
+                        queue(0, OP_ADD, register(batchOf(ops, i, j), undefined), 0);
+                        i = j - 3;
+                    } else {
+                        queue(0, OP_ADD, register(ops[i + 1], eh), hasEh(eh) ? 1 : 0);
+                    }
                 } else {
                     queue(0, OP_PAR, register(undefined, eh), hasEh(eh) ? 1 : 0);
                     const br = ops[i + 1]._branches;
@@ -838,6 +853,24 @@ class AsyncSteps {
     }
 }
 
+/* root-level steps without onerror from ops[i] on: where they end */
+const batchEnd = (ops, i) => {
+    let j = i + 3;
+    while (j < ops.length && ops[j] === Q_ADD && !hasEh(ops[j + 2])) {
+        j += 3;
+    }
+    return j;
+};
+
+/* their functions: a batch, one step to C (runBatch runs them) */
+const batchOf = (ops, i, j) => {
+    const batch = new Array((j - i) / 3);
+    for (let m = 0; m < batch.length; ++m) {
+        batch[m] = ops[i + 3 * m + 1];
+    }
+    return batch;
+};
+
 /* C roots made before execute() and never run go with their JS object */
 const cleanup = new FinalizationRegistry((h) => {
     N.rootFree(h);
@@ -875,12 +908,16 @@ const invoke = (root, as, fn, n, a0, a1, a2, a3) => {
     return 0;
 };
 
-const onStep = (r, h, code, a0, a1, a2, a3) => {
+/* room: the steps the burst allows after this one (undefined: C called) */
+const onStep = (r, h, code, a0, a1, a2, a3, room) => {
     const root = rootOf(r);
     const k = code >>> 5;
     const fn = FNS[k];
     if ((code & 24) === MODE_STEP) {
         FNS[k] = undefined;
+        if (typeof fn !== 'function') {
+            return runBatch(root, h, fn, (code & 7) - 1, a0, a1, a2, a3, room);
+        }
     }
     const n = (code & 7) - 1;
     const as = new AsyncStepProtector(root, h);
@@ -891,6 +928,11 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
     if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
         return F_DONE;
     }
+    return stepFlags(root, as, h);
+};
+
+/* what the step h did, for C, once its callback returned */
+const stepFlags = (root, as, h) => {
     const f = as._f;
     if ((f & (F_WAIT | F_DONE)) === F_WAIT) {
         root._waitH = h;
@@ -900,6 +942,83 @@ const onStep = (r, h, code, a0, a1, a2, a3) => {
         return F_DONE;
     }
     return f;
+};
+
+let BATCH = 0; // the steps runBatch ran beyond the first (SH_BATCH)
+
+/* A batch: root-level steps without onerror that execute() gave C as one
+ * step h. They run here one after another while each only completes (no
+ * values, successStep(), success() of numbers) and no native call touched a
+ * flow meanwhile; each gets the values of the one before, as from C. The
+ * step that does more is the step h from then on, and the rest of the batch
+ * is queued right after it. Every step of it counts against the burst, as
+ * a step C hands over one by one. */
+const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
+    const SH = reg.SH;
+    let left = room === undefined ? batch.length : Math.min(room, SH[SH_BUDGET]);
+    if (SH[SH_OPS_N] !== 0) {
+        left = 0; // success() values are read back from an empty queue only
+    }
+    const touch = SH[SH_TOUCH];
+    let i = 0;
+    let as;
+    for (;;) {
+        const fn = batch[i];
+        as = new AsyncStepProtector(root, h);
+        root._jsErr = null;
+        if (!isProduction) {
+            execStack(root, fn, MODE_STEP);
+        }
+        if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
+            BATCH = i;
+            return F_DONE | F_BATCH; // the rest goes with the error
+        }
+        ++i;
+        const f = as._f;
+        if (i === batch.length || left === 0 || (f & (F_ADDED | F_WAIT)) !== 0 || SH[SH_TOUCH] !== touch) {
+            break;
+        }
+        const q = SH[SH_OPS_N];
+        if (q !== 0) {
+            // only its success() of numbers: the next step takes them
+            if (q !== 6 || SH[SH_OPS + 3] !== OP_SUCCESS || reg.target !== h) {
+                break;
+            }
+            n = SH[SH_OPS + 4];
+            const first = SH[SH_OPS + 5];
+            const nums = reg.nums;
+            a0 = n > 0 ? nums[first] : undefined;
+            a1 = n > 1 ? nums[first + 1] : undefined;
+            a2 = n > 2 ? nums[first + 2] : undefined;
+            a3 = n > 3 ? nums[first + 3] : undefined;
+            SH[SH_OPS_N] = 0;
+            SH[SH_NUM_N] = 0;
+        } else if ((f & F_DONE) !== 0) {
+            break; // not a success() this batch can see
+        } else if (as._next !== null) {
+            const v = as._next; // successStep()
+            n = v.length;
+            if (n > 4) {
+                n = -1;
+                a0 = v;
+            } else {
+                a0 = v[0];
+                a1 = v[1];
+                a2 = v[2];
+                a3 = v[3];
+            }
+        } else {
+            n = 0;
+        }
+        as._f = f | F_DONE;
+        as._h = DEAD_H; // as a step C freed
+        --left;
+    }
+    if (i < batch.length) {
+        N.follow(h, register(batch.slice(i), undefined));
+    }
+    BATCH = i - 1;
+    return stepFlags(root, as, h) | F_BATCH;
 };
 
 const onThrow = (root, as, e) => {
@@ -999,6 +1118,9 @@ const onFinish = (r, code, info) => {
     const root = rootOf(r);
     if (root) {
         syncErrorState(root, code, info);
+        if (!isProduction && root._es !== undefined) {
+            root.state.async_stack = root._es; // as futoin-asyncsteps, handled or not
+        }
     }
     const reject = root && root._reject;
     if (reject) {
@@ -1045,7 +1167,11 @@ const runHost = (testBit, nested) => {
         const flags = (code & 24) === MODE_ERROR_BITS ?
             onError(SH[6], h, (code >>> 5) + 1,
                 (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
-            onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3]);
+            onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3], budget - 1);
+        if ((flags & F_BATCH) !== 0) {
+            budget -= BATCH;
+            SH[SH_BATCH] = BATCH;
+        }
         if (own !== 0) {
             FREE.push(code >>> 5); // onStep cleared FNS[k]; FNS[k + 1] is empty
         }

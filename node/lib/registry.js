@@ -23,7 +23,9 @@ const OP_TARGET = 1;
 const OP_SUCCESS = 8;
 const SLOT = 1048576; // handles are slot + gen * 2^20
 
-const FNS = []; // callbacks by index: fn at k, its onerror at k + 1
+// callbacks by index: fn at k, its onerror at k + 1; never at 0, as a step
+// code of 0 (index 0, more than four values) would read as "no step"
+const FNS = [undefined, undefined];
 const FREE = [];
 const ROOTS = []; // running roots by slot
 const reg = { FNS, FREE, ROOTS, SH: null, target: -1 };
@@ -104,16 +106,16 @@ reg.queue = (h, op, a, b) => {
     SH[SH_OPS_N] = n + 3;
 };
 
-/* success(...numbers) of the step h whose callback runs: queued as
- * OP_SUCCESS with the numbers in the Float64Array over the same memory (no
- * JS value crosses into C); false when the values are not 1..4 numbers */
+/* success(...numbers) of the step h whose callback runs (no values, or 1..4
+ * numbers): queued as OP_SUCCESS with the numbers in the Float64Array over
+ * the same memory (no JS value crosses into C); false for anything else */
 const SH_NUM = SH_FIN + 2048;
 const SH_NUM_N = 10;
 const SH_NUM_CAP = 1024;
 reg.nums = null; // the Float64Array, made with the shared memory
 reg.queueSuccess = (h, args) => {
     const n = args.length;
-    if (n === 0 || n > 4) {
+    if (n > 4) {
         return false;
     }
     for (let i = 0; i < n; ++i) {
@@ -143,6 +145,10 @@ reg.initShared = (SH) => {
 };
 
 reg.SLOT = SLOT;
+reg.SH_OPS = SH_OPS;
+reg.SH_OPS_N = SH_OPS_N;
+reg.SH_NUM_N = SH_NUM_N;
+reg.OP_SUCCESS = OP_SUCCESS;
 reg.OP_ADD = 2;
 reg.OP_PAR = 3;
 reg.OP_PADD = 4;

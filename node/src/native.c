@@ -54,6 +54,7 @@ static napi_value n_binary(napi_env env, napi_callback_info info)
     size_t argc = 1;
     napi_value argv[1];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    ++tl_env->sh[SH_TOUCH]; /* C code may change the flow through it */
     if (tl_env->sh[SH_OPS_N]) {
         js_flush_ops(tl_env);
     }
@@ -149,6 +150,7 @@ static napi_value n_add_c(napi_env env, napi_callback_info info)
     size_t argc = 4;
     napi_value argv[4];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    ++tl_env->sh[SH_TOUCH];
     if (tl_env->sh[SH_OPS_N]) {
         js_flush_ops(tl_env); /* steps queued before this one come first */
     }

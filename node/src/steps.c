@@ -601,6 +601,7 @@ void js_flush_ops(jsenv* e)
     if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) {                        \
         return NULL;                                                                               \
     }                                                                                              \
+    ++e->sh[SH_TOUCH];                                                                             \
     if (e->sh[SH_OPS_N]) {                                                                         \
         js_flush_ops(e);                                                                           \
     }
@@ -870,6 +871,30 @@ static napi_value n_continue(napi_env env, napi_callback_info info)
     return loop_ctl(env, info, 0);
 }
 
+/* follow(h, k): the rest of the run of JS steps h, index k, goes right after
+ * h (lib/AsyncSteps.js runRun); h is the step taken, its index JS's */
+static napi_value n_follow(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(2);
+    hslot* h = handle_or_throw(env, e, argv[0], 1 << HK_STEP);
+    if (!h) {
+        return NULL;
+    }
+    uint32_t k = k_arg(env, argv[1]);
+    jfrag* f = futoin_tool_host_follow(h->bsi);
+    if (!f) {
+        release_k(e, k);
+        h->bsi->api->handle_error(h->bsi, FUTOIN_ERR_INTERNAL_ERROR, "cannot queue the rest of a run of steps");
+        return NULL;
+    }
+    /* one frag for both: the run's own index went to JS when it was taken */
+    if (f->k != JK_NONE) {
+        release_k(e, f->k);
+    }
+    f->k = k;
+    return NULL;
+}
+
 /* ---- host steps ---- */
 
 /* the next plain JS step to run, or 0: its code as onStep's; SH_H its
@@ -903,6 +928,7 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
     e->sh[SH_K_OWN] = mode == FUTOIN_HOST_STEP && f->no_eh;
     if (mode == FUTOIN_HOST_STEP && f->no_eh) {
         f->k = JK_NONE;
+        e->sh[SH_BUDGET] = (int32_t)futoin_tool_host_budget(bsi); /* for a run of steps */
     }
     if (mode != FUTOIN_HOST_ERROR) {
         f->root->jerr = 0; /* onStep clears _jsErr */
@@ -1008,6 +1034,10 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
         } else {
             keep_slot(e, bsi, s);
         }
+        if (flags & JS_F_BATCH) {
+            futoin_tool_host_spend(bsi, (uint32_t)e->sh[SH_BATCH]);
+            e->turn_steps += (uint32_t)e->sh[SH_BATCH];
+        }
         jlazy lz;
         lz_enter(e, &lz);
         futoin_tool_host_done(bsi);
@@ -1095,6 +1125,7 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     }
     /* JS_HOST_TAKE: JS drains now, so the first JS step comes back in
      * SH_HOST_OUT as from hostNext(), one call less per flow */
+    ++e->sh[SH_TOUCH];
     const int32_t in = e->sh[SH_HOST_IN];
     const int take = (in & JS_HOST_TAKE) != 0;
     e->sh[SH_HOST_OUT] = 0;
@@ -1350,6 +1381,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"flush", n_flush},
             {"hostNext", n_host_next},
             {"hostDone", n_host_done},
+            {"follow", n_follow},
             {"flowNow", n_flow_now},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},

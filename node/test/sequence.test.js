@@ -1,0 +1,223 @@
+'use strict';
+
+// Root-level steps without onerror one after another: what each passes on,
+// and what a step that does more than complete does to the ones after it
+// (futoin-polyglot runs such a sequence as one engine step while each only
+// completes; futoin-asyncsteps runs them one by one).
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, onTestTool, T } = require('./helpers');
+
+/* root.add() each of steps, then a last one that pushes 'end' to trace;
+ * resolves once that one ran */
+const sequence = (steps, trace) => new Promise((resolve) => {
+    const root = $as();
+    for (const s of steps) {
+        root.add(s);
+    }
+    root.add((as) => {
+        trace.push('end');
+        resolve();
+    });
+    root.execute();
+});
+
+/* what a step received: its values, and how many */
+const got = (trace) => function(as, ...args) {
+    trace.push([arguments.length - 1, ...args]);
+};
+
+test('each step of a sequence gets what the one before passed on', T, async () => {
+    const trace = [];
+    const obj = { a: 1 };
+    await sequence([
+        (as) => {},
+        got(trace),
+        (as) => as.success(),
+        got(trace),
+        (as) => as.success(1, -0, 2.5),
+        got(trace),
+        (as) => as.success('two', obj),
+        got(trace),
+        (as) => as.successStep(undefined),
+        got(trace),
+        (as) => as.success(1, 2, 3, 4, 5, 6),
+        got(trace),
+        (as) => as.successStep(7, 'x'),
+        got(trace),
+        (as) => as.success(null),
+        got(trace),
+    ], trace);
+    assert.deepStrictEqual(trace, [
+        [0], [0], [3, 1, -0, 2.5], [2, 'two', obj], [1, undefined], [6, 1, 2, 3, 4, 5, 6],
+        [2, 7, 'x'], [1, null], 'end',
+    ]);
+    assert.ok(Object.is(trace[2][2], -0));
+    assert.strictEqual(trace[3][2], obj);
+});
+
+test('sub-steps of a step run before the next step, which gets their values', T, async () => {
+    const trace = [];
+    await sequence([
+        (as) => trace.push('a'),
+        (as) => {
+            trace.push('b');
+            as.add((as) => {
+                trace.push('b.1');
+                as.success(5);
+            });
+            as.add((as, v) => {
+                trace.push(['b.2', v]);
+                as.success(v + 1, 'x');
+            });
+        },
+        got(trace),
+        (as) => trace.push('c'),
+    ], trace);
+    assert.deepStrictEqual(trace, ['a', 'b', 'b.1', ['b.2', 5], [2, 6, 'x'], 'c', 'end']);
+});
+
+test('a step that waits holds back the steps after it until its external success()', T, async () => {
+    const trace = [];
+    await sequence([
+        (as) => trace.push('a'),
+        (as) => {
+            as.setTimeout(5000);
+            setImmediate(() => {
+                trace.push('external');
+                as.success('late');
+            });
+        },
+        got(trace),
+        (as) => {
+            as.waitExternal();
+            setImmediate(() => as.success());
+        },
+        got(trace),
+    ], trace);
+    assert.deepStrictEqual(trace, ['a', 'external', [1, 'late'], [0], 'end']);
+});
+
+test('an error in a step: the steps after it never run', T, async () => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => trace.push('a'));
+    root.add((as) => as.error('Failed', 'info'));
+    root.add((as) => trace.push('c'));
+    root.add((as) => trace.push('d'));
+    const err = await root.promise().then(() => null, (e) => e.message);
+    assert.strictEqual(err, 'Failed');
+    assert.strictEqual(root.state.error_info, 'info');
+    assert.deepStrictEqual(trace, ['a']);
+    // a thrown exception, the same
+    const trace2 = [];
+    const root2 = $as();
+    root2.add((as) => trace2.push('a'));
+    root2.add((as) => {
+        throw new Error('Thrown');
+    });
+    root2.add((as) => trace2.push('c'));
+    const err2 = await root2.promise().then(() => null, (e) => e.message);
+    assert.strictEqual(err2, 'Thrown');
+    assert.deepStrictEqual(trace2, ['a']);
+});
+
+test('cancel() of the root inside a step: the steps after it never run', T, async () => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => trace.push('a'));
+    root.add((as) => {
+        root.cancel();
+        trace.push('cancelled');
+    });
+    root.add((as) => trace.push('c'));
+    root.add((as) => trace.push('d'));
+    root.execute();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.deepStrictEqual(trace, ['a', 'cancelled']);
+});
+
+test('the interface of a step that completed is out of service to the steps after it', T, async () => {
+    const trace = [];
+    let first = null;
+    await sequence([
+        (as) => {
+            first = as;
+        },
+        (as) => {
+            trace.push(first.state);
+            try {
+                first.add((as) => trace.push('never'));
+            } catch (e) {
+                trace.push(e.message);
+            }
+            try {
+                first.success(1);
+            } catch (e) {
+                trace.push(e.message);
+            }
+            as.success(2);
+        },
+        got(trace),
+    ], trace);
+    const STALE = 'InternalError: Unexpected call, object is out of service';
+    assert.deepStrictEqual(trace, [null, STALE, STALE, [1, 2], 'end']);
+});
+
+test('async_stack lists every step of the sequence that ran, up to the failing one', T, async () => {
+    const a = (as) => {};
+    const b = (as) => as.success(1);
+    const c = (as) => as.error('Failed');
+    const d = (as) => {};
+    const root = $as();
+    const ended = new Promise((resolve) => {
+        root.add(a).add(b).add(c).add(d);
+        // no handler of c's error: this one belongs to the last step only
+        root.add((as) => resolve(), (as, err) => resolve());
+        root.execute();
+        setImmediate(resolve);
+    });
+    await ended;
+    if (process.env.NODE_ENV !== 'production') {
+        assert.deepStrictEqual(root.state.async_stack, [a, b, c]);
+    }
+    assert.strictEqual(root.state.last_exception.message, 'Failed');
+});
+
+test('a flow run inside a step of a sequence runs its first burst there', T, async () => {
+    const trace = [];
+    await sequence([
+        (as) => trace.push('a'),
+        (as) => {
+            $as().add((as) => trace.push('inner 1')).add((as) => trace.push('inner 2')).execute();
+            trace.push('b');
+        },
+        (as) => trace.push('c'),
+    ], trace);
+    assert.deepStrictEqual(trace, ['a', 'inner 1', 'inner 2', 'b', 'c', 'end']);
+});
+
+test('under AsyncToolTest a long sequence runs in bursts of at most 100 steps, one per event', T, async () => {
+    await onTestTool((AT) => {
+        let count = 0;
+        const root = $as();
+        for (let i = 0; i < 250; ++i) {
+            root.add((as) => {
+                ++count;
+            });
+        }
+        root.execute();
+        const seen = [count];
+        while (AT.hasEvents()) {
+            AT.nextEvent();
+            seen.push(count);
+        }
+        assert.ok(seen[0] > 0 && seen[0] <= 100, `first burst: ${seen[0]}`);
+        for (let i = 1; i < seen.length; ++i) {
+            assert.ok(seen[i] - seen[i - 1] <= 100, `burst ${i}: ${seen[i] - seen[i - 1]}`);
+        }
+        assert.ok(seen.length >= 3, `events: ${seen.length}`);
+        assert.strictEqual(count, 250);
+    });
+});
