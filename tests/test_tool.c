@@ -584,7 +584,7 @@ static void hooks_not_rearmed_per_step_while_the_deadline_holds(void** state)
 }
 
 /* a host that runs several steps as one: they use up the burst
- * (host_spend), and the rest of its run goes right after it (host_follow) */
+ * (host_spend), and the rest of its batch goes right after it (host_follow) */
 static void host_run_spends_burst_and_follows(void** state)
 {
     (void)state;
@@ -603,12 +603,15 @@ static void host_run_spends_burst_and_follows(void** state)
     assert_int_equal(futoin_tool_host_budget(s), 3);
     futoin_tool_host_spend(s, 2);
     assert_int_equal(futoin_tool_host_budget(s), 1);
-    assert_ptr_equal(futoin_tool_host_follow(s), data);
+    char* rest = futoin_tool_host_follow(s, 8, NULL);
+    assert_non_null(rest);
+    strcpy(rest, "rest");
     futoin_tool_host_done(s);
-    /* the rest of the run comes first, with the last step of the burst */
+    /* the rest of the batch comes first, with the last step of the burst */
     s = futoin_tool_host_next(g_fx.tool, &data, NULL);
     assert_non_null(s);
-    assert_string_equal(data, "run");
+    assert_ptr_equal(data, rest);
+    assert_string_equal(data, "rest");
     assert_int_equal(futoin_tool_host_budget(s), 0);
     futoin_tool_host_spend(s, 5); /* more than is left: none is left */
     assert_int_equal(futoin_tool_host_budget(s), 0);
@@ -623,8 +626,8 @@ static void host_run_spends_burst_and_follows(void** state)
     futoin_tool_host_done(s);
     assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
     /* only a plain step taken by the host */
-    assert_null(futoin_tool_host_follow(r));
-    assert_null(futoin_tool_host_follow(NULL));
+    assert_null(futoin_tool_host_follow(r, 8, NULL));
+    assert_null(futoin_tool_host_follow(NULL, 8, NULL));
     assert_int_equal(futoin_tool_host_budget(r), 0);
     futoin_tool_host_spend(NULL, 1);
     futoin_tool_set_burst(g_fx.tool, 100);

@@ -1166,7 +1166,7 @@ void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps)
     }
 }
 
-void* futoin_tool_host_follow(FutoInAsyncSteps* bsi)
+void* futoin_tool_host_follow(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
 {
     fstep* c = host_plain_step(bsi);
     fstep* p = c ? c->parent : NULL;
@@ -1177,11 +1177,16 @@ void* futoin_tool_host_follow(FutoInAsyncSteps* bsi)
     if (FTN_UNLIKELY(!n)) {
         return NULL;
     }
+    void* data = fstep_stack(p, size, cleanup);
+    if (FTN_UNLIKELY(!data)) {
+        step_put(c->flow->tool, n);
+        return NULL;
+    }
     /* c left p's queue when it started: the head is what comes after it */
     n->kind = FK_STEP;
     n->state = FS_QUEUED;
     n->parent = p;
-    n->data = c->data;
+    n->data = data;
     n->fn.exec = c->fn.exec;
     n->eh = NULL;
     n->next = p->q_head;
@@ -1189,7 +1194,7 @@ void* futoin_tool_host_follow(FutoInAsyncSteps* bsi)
     if (!p->q_tail) {
         p->q_tail = n;
     }
-    return n->data;
+    return data;
 }
 
 int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter)

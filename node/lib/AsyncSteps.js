@@ -39,10 +39,11 @@ const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS
 const SH_BUDGET = 12; // the steps the burst still allows (SH_* in src/addon.h)
 const SH_BATCH = 13;
 const SH_TOUCH = 14;
+const OP_BATCH = 2; // OP_ADD, OP_FOLLOW: a batch (src/addon.h)
 const DEAD_H = -1; // the handle of a batch's step that ended: never live
 
 const { FNS, FREE, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
-const { SH_OPS, SH_OPS_N, SH_NUM_N, OP_SUCCESS } = reg;
+const { SH_OPS, SH_OPS_N, SH_NUM_N, OP_SUCCESS, OP_FOLLOW } = reg;
 const allocK = reg.allocK;
 const SLOT_MASK = SLOT - 1;
 let LIVE = null; // reg.LIVE, once init() ran
@@ -732,7 +733,7 @@ class AsyncSteps {
                 if (kind === Q_ADD) {
                     const j = hasEh(eh) ? i : batchEnd(ops, i);
                     if (j > i + 3) {
-                        queue(0, OP_ADD, register(batchOf(ops, i, j), undefined), 0);
+                        queue(0, OP_ADD, register(batchOf(ops, i, j), undefined), OP_BATCH);
                         i = j - 3;
                     } else {
                         queue(0, OP_ADD, register(ops[i + 1], eh), hasEh(eh) ? 1 : 0);
@@ -862,13 +863,14 @@ const batchEnd = (ops, i) => {
     return j;
 };
 
-/* their functions: a batch, one step to C (runBatch runs them) */
+/* their functions: a batch, one step to C (runBatch runs them from `at`) */
 const batchOf = (ops, i, j) => {
-    const batch = new Array((j - i) / 3);
-    for (let m = 0; m < batch.length; ++m) {
-        batch[m] = ops[i + 3 * m + 1];
+    const fns = new Array((j - i) / 3);
+    for (let m = 0; m < fns.length; ++m) {
+        fns[m] = ops[i + 3 * m + 1];
     }
-    return batch;
+    // lead: how often in a row its first step to run did more than complete
+    return { fns, at: 0, lead: 0 };
 };
 
 /* C roots made before execute() and never run go with their JS object */
@@ -955,27 +957,29 @@ let BATCH = 0; // the steps runBatch ran beyond the first (SH_BATCH)
  * a step C hands over one by one. */
 const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     const SH = reg.SH;
-    let left = room === undefined ? batch.length : Math.min(room, SH[SH_BUDGET]);
+    const fns = batch.fns;
+    let left = room === undefined ? fns.length : Math.min(room, SH[SH_BUDGET]);
     if (SH[SH_OPS_N] !== 0) {
         left = 0; // success() values are read back from an empty queue only
     }
     const touch = SH[SH_TOUCH];
-    let i = 0;
+    const at = batch.at;
+    let i = at;
     let as;
     for (;;) {
-        const fn = batch[i];
+        const fn = fns[i];
         as = new AsyncStepProtector(root, h);
         root._jsErr = null;
         if (!isProduction) {
             execStack(root, fn, MODE_STEP);
         }
         if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
-            BATCH = i;
+            BATCH = i - at; // set after the callbacks: they may run batches too
             return F_DONE | F_BATCH; // the rest goes with the error
         }
         ++i;
         const f = as._f;
-        if (i === batch.length || left === 0 || (f & (F_ADDED | F_WAIT)) !== 0 || SH[SH_TOUCH] !== touch) {
+        if (i === fns.length || left === 0 || (f & (F_ADDED | F_WAIT)) !== 0 || SH[SH_TOUCH] !== touch) {
             break;
         }
         const q = SH[SH_OPS_N];
@@ -1014,10 +1018,22 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
         as._h = DEAD_H; // as a step C freed
         --left;
     }
-    if (i < batch.length) {
-        N.follow(h, register(batch.slice(i), undefined));
+    BATCH = i - 1 - at;
+    if (i < fns.length) {
+        // the rest goes right after this step (queued steps go in front)
+        if (i === at + 1 && ++batch.lead >= 2) {
+            // its steps keep doing more: each the engine's own step from now on
+            for (let j = fns.length - 1; j >= i; --j) {
+                queue(h, OP_FOLLOW, register(fns[j], undefined), 0);
+            }
+        } else {
+            if (i !== at + 1) {
+                batch.lead = 0;
+            }
+            batch.at = i; // this step's batch object is its rest's now
+            queue(h, OP_FOLLOW, register(batch, undefined), OP_BATCH);
+        }
     }
-    BATCH = i - 1;
     return stepFlags(root, as, h) | F_BATCH;
 };
 

@@ -155,5 +155,6 @@ reg.OP_PADD = 4;
 reg.OP_WAIT = 5;
 reg.OP_TIMEOUT = 6;
 reg.OP_CANCEL = 7;
+reg.OP_FOLLOW = 10;
 
 module.exports = reg;

@@ -81,7 +81,8 @@ typedef struct jfrag
 {
     jroot* root;
     uint32_t k;    /* JK_NONE: handed over to JS, which frees it */
-    uint32_t no_eh; /* a plain step without error handler: JS may free k once it ran */
+    uint16_t no_eh; /* a plain step without error handler: JS may free k once it ran */
+    uint16_t batch; /* a batch of JS steps (lib/AsyncSteps.js runBatch): wants SH_BUDGET */
 } jfrag;
 #define JK_NONE UINT32_MAX
 
@@ -123,15 +124,17 @@ typedef struct jfrag
 enum jop
 {
     OP_TARGET = 1, /* slot, gen */
-    OP_ADD,        /* k, has_onerror */
+    OP_ADD,        /* k, has_onerror | OP_BATCH */
     OP_PAR,        /* k, has_onerror */
     OP_PADD,       /* k, has_onerror: a branch of the last OP_PAR */
     OP_WAIT,       /* -, - */
     OP_TIMEOUT,    /* ms, - */
     OP_CANCEL,     /* k, - */
-    OP_SUCCESS,    /* n (1..4), first: success() with n numbers queued at double index first */
+    OP_SUCCESS,    /* n (0..4), first: success() with n numbers queued at double index first */
     OP_SYNC,       /* sync id, k | has_onerror: as.sync() with a Mutex, Throttle or Limiter */
+    OP_FOLLOW,     /* k, OP_BATCH or 0: a plain JS step right after the target, a step of a batch (runBatch) */
 };
+#define OP_BATCH 2 /* OP_ADD, OP_FOLLOW: k is a batch of JS steps */
 
 struct jsenv
 {

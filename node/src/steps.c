@@ -64,19 +64,24 @@ static void frag_cleanup(void* p)
     }
 }
 
-jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r, uint32_t k)
+static jfrag* frag_init(jfrag* f, jroot* r, uint32_t k)
 {
-    jfrag* f = owner->api->stack(owner, sizeof(jfrag), frag_cleanup);
     if (!f) {
         return NULL;
     }
     f->root = r;
     f->k = k;
     f->no_eh = 0;
+    f->batch = 0;
     if (r->foreign && r->live++ == 0) {
         root_strong(r, 1); /* a foreign flow holds our callbacks: keep them */
     }
     return f;
+}
+
+jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r, uint32_t k)
+{
+    return frag_init(owner->api->stack(owner, sizeof(jfrag), frag_cleanup), r, k);
 }
 
 /* ---- step handles that outlive the callback ---- */
@@ -534,8 +539,9 @@ void js_flush_ops(jsenv* e)
             FutoInAsyncSteps* to = op == OP_PADD ? par : t;
             jfrag* f = to ? jr_frag(t, r, (uint32_t)a) : NULL;
             if (f) {
-                f->no_eh = !b;
-                to->api->add(to, f, step_cb(r), b ? eh_cb(r) : NULL);
+                f->no_eh = !(b & 1);
+                f->batch = (b & OP_BATCH) != 0;
+                to->api->add(to, f, step_cb(r), (b & 1) ? eh_cb(r) : NULL);
             } else {
                 release_k(e, (uint32_t)a);
             }
@@ -574,6 +580,18 @@ void js_flush_ops(jsenv* e)
                 t->api->addSync(t, s, f, step_cb(r), (b & 1) ? eh_cb(r) : NULL);
             } else {
                 release_k(e, k);
+            }
+            break;
+        }
+        case OP_FOLLOW: {
+            /* the step taken, t, stays the engine's step: k goes after it */
+            jfrag* f = frag_init(futoin_tool_host_follow(t, sizeof(jfrag), frag_cleanup), r, (uint32_t)a);
+            if (f) {
+                f->no_eh = 1;
+                f->batch = (b & OP_BATCH) != 0;
+            } else {
+                release_k(e, (uint32_t)a);
+                t->api->handle_error(t, FUTOIN_ERR_INTERNAL_ERROR, "cannot queue the rest of a batch of steps");
             }
             break;
         }
@@ -871,30 +889,6 @@ static napi_value n_continue(napi_env env, napi_callback_info info)
     return loop_ctl(env, info, 0);
 }
 
-/* follow(h, k): the rest of the run of JS steps h, index k, goes right after
- * h (lib/AsyncSteps.js runRun); h is the step taken, its index JS's */
-static napi_value n_follow(napi_env env, napi_callback_info info)
-{
-    GET_ARGS(2);
-    hslot* h = handle_or_throw(env, e, argv[0], 1 << HK_STEP);
-    if (!h) {
-        return NULL;
-    }
-    uint32_t k = k_arg(env, argv[1]);
-    jfrag* f = futoin_tool_host_follow(h->bsi);
-    if (!f) {
-        release_k(e, k);
-        h->bsi->api->handle_error(h->bsi, FUTOIN_ERR_INTERNAL_ERROR, "cannot queue the rest of a run of steps");
-        return NULL;
-    }
-    /* one frag for both: the run's own index went to JS when it was taken */
-    if (f->k != JK_NONE) {
-        release_k(e, f->k);
-    }
-    f->k = k;
-    return NULL;
-}
-
 /* ---- host steps ---- */
 
 /* the next plain JS step to run, or 0: its code as onStep's; SH_H its
@@ -928,7 +922,9 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
     e->sh[SH_K_OWN] = mode == FUTOIN_HOST_STEP && f->no_eh;
     if (mode == FUTOIN_HOST_STEP && f->no_eh) {
         f->k = JK_NONE;
-        e->sh[SH_BUDGET] = (int32_t)futoin_tool_host_budget(bsi); /* for a run of steps */
+        if (f->batch) {
+            e->sh[SH_BUDGET] = (int32_t)futoin_tool_host_budget(bsi);
+        }
     }
     if (mode != FUTOIN_HOST_ERROR) {
         f->root->jerr = 0; /* onStep clears _jsErr */
@@ -1381,7 +1377,6 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"flush", n_flush},
             {"hostNext", n_host_next},
             {"hostDone", n_host_done},
-            {"follow", n_follow},
             {"flowNow", n_flow_now},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},

@@ -221,3 +221,58 @@ test('under AsyncToolTest a long sequence runs in bursts of at most 100 steps, o
         assert.strictEqual(count, 250);
     });
 });
+
+test('steps that each add sub-steps keep their order, and the next gets the last values', T, async () => {
+    const trace = [];
+    const steps = [];
+    for (let i = 0; i < 6; ++i) {
+        steps.push((as, v) => {
+            trace.push(`s${i}:${v}`);
+            as.add((as) => {
+                trace.push(`s${i}.sub`);
+                as.success(i);
+            });
+        });
+        if (i === 3) {
+            steps.push((as, v) => {
+                trace.push(`plain:${v}`);
+                as.success(v * 10);
+            });
+        }
+    }
+    await sequence(steps, trace);
+    assert.deepStrictEqual(trace, [
+        's0:undefined', 's0.sub', 's1:0', 's1.sub', 's2:1', 's2.sub', 's3:2', 's3.sub', 'plain:3',
+        's4:30', 's4.sub', 's5:4', 's5.sub', 'end',
+    ]);
+});
+
+test('a step of a sequence that runs sequences of other flows goes on with its own', T, async () => {
+    const trace = [];
+    await sequence([
+        (as) => trace.push('a'),
+        (as) => {
+            const inner = $as();
+            inner.add((as) => trace.push('x1'));
+            inner.add((as) => {
+                as.add((as) => trace.push('x2.sub'));
+            });
+            inner.add((as) => trace.push('x3'));
+            inner.add((as) => {
+                as.setTimeout(1000);
+                setImmediate(() => as.success());
+            });
+            inner.add((as) => trace.push('x5'));
+            inner.execute();
+            trace.push('b');
+            as.success(2);
+        },
+        got(trace),
+        (as) => trace.push('d'),
+        (as) => {
+            as.waitExternal();
+            setTimeout(() => as.success(), 5);
+        },
+    ], trace);
+    assert.deepStrictEqual(trace, ['a', 'x1', 'x2.sub', 'x3', 'b', [1, 2], 'd', 'x5', 'end']);
+});

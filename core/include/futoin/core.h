@@ -194,17 +194,19 @@ FUTOIN_API const char* futoin_tool_host_error(FutoInAsyncSteps* bsi);
  * repeat body's iteration. -1 for anything else. */
 FUTOIN_API int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter);
 
-/* A host may run several plain steps of its own as one host step (a run of
- * steps the engine knows as one). host_budget(): the steps the strand of the
+/* A host may run several plain steps of its own as one host step (a batch
+ * the engine knows as one step). host_budget(): the steps the strand of the
  * taken step bsi may still run in this burst; host_spend(): the host ran
  * `steps` more as part of bsi, so they use up the burst as engine steps
- * would. host_follow(): a step with bsi's execute callback and data, no error
- * handler, queued right after bsi (the rest of the run when one of its steps
- * did more than complete); returns that data, NULL (nothing queued) when
- * bsi is not a plain step taken with host_next() or memory ran out. */
+ * would. host_follow(): a step with bsi's execute callback, no error
+ * handler, queued right after bsi (the rest of the batch when one of its
+ * steps did more than complete); its data is `size` bytes (zeroed) that
+ * live as long as bsi's parent (stack() there, with `cleanup`). Returns the
+ * data, NULL (nothing queued) when bsi is not a plain step taken with
+ * host_next() or memory ran out. */
 FUTOIN_API uint32_t futoin_tool_host_budget(FutoInAsyncSteps* bsi);
 FUTOIN_API void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps);
-FUTOIN_API void* futoin_tool_host_follow(FutoInAsyncSteps* bsi);
+FUTOIN_API void* futoin_tool_host_follow(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*));
 
 /* The tool of any bsi of this implementation; NULL for a foreign pointer. */
 FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
