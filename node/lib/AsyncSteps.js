@@ -802,6 +802,29 @@ class AsyncSteps {
         return this._h;
     }
 
+    /* futoin-asyncsteps' internals its own tests read: the steps queued
+     * before execute() as [func, onerror] (a parallel or a loop as a
+     * function of its own), the step functions run so far, and the success
+     * of no step, an InternalError */
+    get _queue() {
+        const q = [];
+        const ops = this._ops;
+        if (Array.isArray(ops)) {
+            for (let i = 0; i < ops.length; i += 3) {
+                q.push([ops[i] === Q_ADD ? ops[i + 1] : queuedCall, ops[i + 2]]);
+            }
+        }
+        return q;
+    }
+
+    get _exec_stack() {
+        return this._es;
+    }
+
+    _handle_success() {
+        this.error('InternalError', 'Invalid success completion');
+    }
+
     loop(func, label) {
         checkFunc(this, func);
         checkLabel(label);
@@ -872,6 +895,9 @@ const batchOf = (ops, i, j) => {
     // lead: how often in a row its first step to run did more than complete
     return { fns, at: 0, lead: 0 };
 };
+
+/* what _queue shows for a queued parallel() or loop */
+const queuedCall = function queuedCall(as) {};
 
 /* C roots made before execute() and never run go with their JS object */
 const cleanup = new FinalizationRegistry((h) => {

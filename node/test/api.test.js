@@ -420,3 +420,46 @@ test('root.error() outside execution throws, sets the state and drops the queued
     });
     assert.strictEqual(ran, false);
 });
+
+// Internals that futoin-asyncsteps' own test suite reads: present with the
+// same shape, so tests written against it keep passing.
+
+test('a root lists its queued steps in _queue as [func, onerror] pairs before execute()', () => {
+    const root = $as();
+    const f = (as) => {};
+    const eh = (as, err) => {};
+    root.add(f, eh).parallel().add(f);
+    root.add(f);
+    const q = root._queue;
+    assert.strictEqual(q.length, 3);
+    assert.strictEqual(q[0][0], f);
+    assert.strictEqual(q[0][1], eh);
+    assert.ok(q[1][0] instanceof Function);
+    assert.strictEqual(q[1][1], undefined);
+    assert.strictEqual(q[2][0], f);
+    assert.strictEqual(q[2][1], undefined);
+});
+
+test('_handle_success() of a root with no step running is an InternalError', () => {
+    const root = $as();
+    assert.throws(() => root._handle_success(), (e) => {
+        assert.strictEqual(e.message, 'InternalError');
+        return true;
+    });
+    assert.strictEqual(root.state.error_info, 'Invalid success completion');
+});
+
+test('_exec_stack of the root ends with the step function that runs', T, async () => {
+    if (process.env.NODE_ENV === 'production') {
+        return;
+    }
+    const seen = [];
+    const step = (as) => {
+        const es = as._root._exec_stack;
+        seen.push(es[es.length - 1] === step);
+    };
+    await runFlow((as) => {
+        as.add(step);
+    });
+    assert.deepStrictEqual(seen, [true]);
+});
