@@ -317,6 +317,12 @@ class AsyncStepProtector {
         }
         checkFunc(this, func);
         checkOnError(this, onerror);
+        if (this._next !== null && (this._f & F_ADDED) === 0) {
+            // successStep() came first: as in futoin-asyncsteps, its values
+            // go to the first sub-step
+            func = withValues(func, this._next);
+            this._next = null;
+        }
         const k = register(func, onerror);
         if (this._h === CUR) {
             queue(CUR, OP_ADD, k, hasEh(onerror) ? 1 : 0);
@@ -1079,6 +1085,11 @@ const onThrow = (root, as, e) => {
     }
     root.state.last_exception = e;
     errorInC(root, as._h, errorCode(e), undefined);
+};
+
+/* func, called with `values` whatever it is handed */
+const withValues = (func, values) => function(as) {
+    return func.call(this, as, ...values);
 };
 
 /* the error is the one JS raised (its state is set already), or else one of

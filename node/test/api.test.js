@@ -463,3 +463,17 @@ test('_exec_stack of the root ends with the step function that runs', T, async (
     });
     assert.deepStrictEqual(seen, [true]);
 });
+
+test('successStep() before add() in a step: the first sub-step gets its values', T, async () => {
+    const seen = [];
+    await runFlow((as) => {
+        as.successStep('abc', 2);
+        as.add(function(as, ...args) {
+            seen.push(['first', ...args]);
+        });
+        as.add(function(as, ...args) {
+            seen.push(['second', ...args]);
+        });
+    });
+    assert.deepStrictEqual(seen, [['first', 'abc', 2], ['second']]);
+});
