@@ -23,8 +23,16 @@ class Limiter extends NativeSync {
         if (options === null || typeof options !== 'object') {
             throw new TypeError('Limiter(options) expects an object');
         }
-        super(N.limiterNew(onTestTool(), opt(options, 'concurrent', 1), opt(options, 'max_queue', 0),
-            opt(options, 'rate', 1), opt(options, 'period_ms', 1000), opt(options, 'burst', 0)));
+        const concurrent = opt(options, 'concurrent', 1);
+        const max_queue = opt(options, 'max_queue', 0);
+        const rate = opt(options, 'rate', 1);
+        const period_ms = opt(options, 'period_ms', 1000);
+        const burst = opt(options, 'burst', 0);
+        super(N.limiterNew(onTestTool(), concurrent, max_queue, rate, period_ms, burst));
+        // the settings, where futoin-asyncsteps' Limiter keeps them (one C
+        // object does the work of its Mutex and Throttle)
+        this._mutex = Object.freeze({ _max: concurrent, _max_queue: max_queue });
+        this._throttle = Object.freeze({ _max: rate, _period_ms: period_ms, _max_queue: burst });
     }
 }
 

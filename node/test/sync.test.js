@@ -320,3 +320,18 @@ test('Limiter: rate limit with a burst queue', T, async () => {
     ]);
     assert.deepStrictEqual(trace, ['a', 'b']);
 });
+
+test('a Limiter shows its settings as the _mutex and _throttle of futoin-asyncsteps', () => {
+    const dflt = new $as.Limiter();
+    assert.strictEqual(dflt._mutex._max, 1);
+    assert.strictEqual(dflt._mutex._max_queue, 0);
+    assert.strictEqual(dflt._throttle._max, 1);
+    assert.strictEqual(dflt._throttle._period_ms, 1e3);
+    assert.strictEqual(dflt._throttle._max_queue, 0);
+    const lim = new $as.Limiter({ concurrent: 12, max_queue: 23, rate: 34, period_ms: 1234, burst: 45 });
+    assert.strictEqual(lim._mutex._max, 12);
+    assert.strictEqual(lim._mutex._max_queue, 23);
+    assert.strictEqual(lim._throttle._max, 34);
+    assert.strictEqual(lim._throttle._period_ms, 1234);
+    assert.strictEqual(lim._throttle._max_queue, 45);
+});
