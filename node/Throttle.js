@@ -18,6 +18,13 @@ class Throttle extends NativeSync {
         this._period_ms = period_ms;
         this._max_queue = max_queue;
     }
+
+    /* as futoin-asyncsteps' Throttle: null while no period counts entries */
+    get _timer() {
+        return N.syncTimer(this._s) ? PERIOD_TIMER : null;
+    }
 }
+
+const PERIOD_TIMER = Object.freeze({ period: true });
 
 module.exports = Throttle;

@@ -685,6 +685,39 @@ static void throttle_idle_does_not_keep_run_alive(void** state)
     futoin_sync_free(t);
 }
 
+/* the period timer runs only while a period counts entries */
+static void throttle_timer_pending_while_a_period_counts(void** state)
+{
+    (void)state;
+    FutoInLimiterOptions o;
+    futoin_limiter_options_init(&o);
+    o.rate = 1;
+    o.period_ms = 100;
+    FutoInSync* syncs[2] = {
+            futoin_throttle_new(g_fx.tool, 1, 100, FUTOIN_UNLIMITED),
+            futoin_limiter_new(g_fx.tool, &o),
+    };
+    for (int i = 0; i < 2; ++i) {
+        FutoInSync* t = syncs[i];
+        assert_non_null(t);
+        flows_init(t, 0);
+        assert_int_equal(futoin_sync_timer_pending(t), 0);
+        flow_start(&g_flows[0]);
+        futoin_tool_iterate(g_fx.tool, 0); /* entered: the period counts */
+        assert_int_equal(g_flows[0].entered, 1);
+        assert_int_equal(futoin_sync_timer_pending(t), 1);
+        run_all();
+        assert_int_equal(futoin_sync_timer_pending(t), 0);
+        flows_free();
+        futoin_sync_free(t);
+        trace_reset();
+    }
+    FutoInSync* m = futoin_mutex_new(g_fx.tool, 1, 0);
+    assert_int_equal(futoin_sync_timer_pending(m), 0);
+    futoin_sync_free(m);
+    assert_int_equal(futoin_sync_timer_pending(NULL), 0);
+}
+
 /* ---- Limiter ---- */
 
 static void limiter_options_and_concurrency(void** state)
@@ -1041,6 +1074,7 @@ int main(void)
             T(throttle_queue_limit),
             T(throttle_cancel_waiting),
             T(throttle_idle_does_not_keep_run_alive),
+            T(throttle_timer_pending_while_a_period_counts),
             T(limiter_options_and_concurrency),
             T(limiter_rate),
             T(limiter_mutex_queue_limit),

@@ -89,5 +89,6 @@ FTN_HIDDEN void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);
 FTN_HIDDEN void fthrottle_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
 
 FTN_HIDDEN void flimiter_destroy(FutoInSync* sync);
+FTN_HIDDEN int flimiter_timer_pending(const FutoInSync* sync);
 
 #endif

@@ -107,3 +107,8 @@ void flimiter_destroy(FutoInSync* sync)
     fthrottle_destroy(&l->throttle);
     ftn_free(l);
 }
+
+int flimiter_timer_pending(const FutoInSync* sync)
+{
+    return ((const flimiter*)sync)->throttle.timer != NULL;
+}

@@ -88,3 +88,18 @@ void futoin_sync_free(FutoInSync* sync)
         break;
     }
 }
+
+int futoin_sync_timer_pending(const FutoInSync* sync)
+{
+    if (!sync) {
+        return 0;
+    }
+    switch (((const fmutex*)sync)->kind) {
+    case FSYNC_THROTTLE:
+        return ((const fthrottle*)sync)->timer != NULL;
+    case FSYNC_LIMITER:
+        return flimiter_timer_pending(sync);
+    default:
+        return 0;
+    }
+}

@@ -194,6 +194,20 @@ static napi_value n_sync_address(napi_env env, napi_callback_info info)
     return js_addr(env, s);
 }
 
+/* syncTimer(external) -> whether a Throttle's (a Limiter's) period timer runs */
+static napi_value n_sync_timer(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], out;
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    FutoInSync* s = js_sync_of(env, argv[0]);
+    if (!s) {
+        return js_throw_type(env, "a Mutex, Throttle or Limiter of futoin-polyglot expected");
+    }
+    NAPI_OK(napi_get_boolean(env, futoin_sync_timer_pending(s) != 0, &out));
+    return out;
+}
+
 FutoInSync* js_sync_of(napi_env env, napi_value v)
 {
     napi_valuetype t;
@@ -218,6 +232,9 @@ napi_status js_sync_register(napi_env env, napi_value exports)
     }
     if (st == napi_ok) {
         st = js_set_fn(env, exports, "syncAddress", n_sync_address);
+    }
+    if (st == napi_ok) {
+        st = js_set_fn(env, exports, "syncTimer", n_sync_timer);
     }
     return st;
 }

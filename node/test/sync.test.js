@@ -8,7 +8,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, T } = require('./helpers');
+const { $as, isPolyglot, runFlow, onTestTool, T } = require('./helpers');
 const { Mutex, Throttle, Limiter } = $as;
 
 /* a section that stays inside until an event `ms` later */
@@ -335,3 +335,22 @@ test('a Limiter shows its settings as the _mutex and _throttle of futoin-asyncst
     assert.strictEqual(lim._throttle._period_ms, 1234);
     assert.strictEqual(lim._throttle._max_queue, 45);
 });
+
+// futoin-asyncsteps' Throttle keeps its period on a real interval timer; this
+// one is on the scheduler of the tool it was made under (virtual time here)
+if (isPolyglot) {
+    test('a Throttle has a _timer while a period counts entries, null once idle', T, async () => {
+        await onTestTool((AT) => {
+            const thr = new Throttle(2, 20);
+            assert.strictEqual(thr._timer, null);
+            let entered = 0;
+            $as().add((as) => as.sync(thr, (as) => {
+                ++entered;
+            })).execute();
+            assert.strictEqual(entered, 1);
+            assert.notStrictEqual(thr._timer, null);
+            AT.run(); // the period ends in virtual time
+            assert.strictEqual(thr._timer, null);
+        });
+    });
+}

@@ -224,6 +224,9 @@ FUTOIN_API FutoInSync* futoin_throttle_new(
         FutoInAsyncTool* tool, uint32_t max, uint32_t period_ms, uint32_t max_queue);
 FUTOIN_API FutoInSync* futoin_limiter_new(FutoInAsyncTool* tool, const FutoInLimiterOptions* opts);
 FUTOIN_API void futoin_sync_free(FutoInSync* sync);
+/* 1 while the period timer of a Throttle (or of a Limiter's rate) runs: an
+ * entry was counted in this period or a flow waits; 0 when it is idle. */
+FUTOIN_API int futoin_sync_timer_pending(const FutoInSync* sync);
 
 #ifdef __cplusplus
 } /* extern "C" */
