@@ -34,7 +34,7 @@
 #define JS_HOST_TAKE 16 /* hostDone: hand over the next step (the burst goes on) */
 #define JS_HOST_FINISH 32 /* execute(): JS wants the unhandled error even when it raised it */
 #define JS_HOST_NESTED 64 /* execute(), hostDone(): take only steps of that flow (run inside a step) */
-#define JS_F_BATCH 128 /* hostDone: the step was a run of JS steps, SH_BATCH more of them ran */
+#define JS_F_BATCH 128 /* hostDone: the step was a batch of JS steps, SH_BATCH more of them ran */
 #define JS_CODE_SAME 1    /* low 3 bits of an error handler's code: the error JS saw last */
 
 enum hkind
@@ -105,8 +105,8 @@ typedef struct jfrag
 #define SH_NUM_N 10   /* numbers queued for OP_SUCCESS (the first at double index 1) */
 #define SH_K_OWN 11   /* hostNext/hostDone: 1 when JS frees the step's index after running it */
 #define SH_BUDGET 12  /* hostNext/hostDone: the steps its strand may still run in this burst */
-#define SH_BATCH 13   /* hostDone with JS_F_BATCH: the steps of a run JS ran beyond the first */
-#define SH_TOUCH 14   /* bumped by every native call that may change a flow (a run stops then) */
+#define SH_BATCH 13   /* hostDone with JS_F_BATCH: the steps of a batch JS ran beyond the first */
+#define SH_TOUCH 14   /* bumped by every native call that may change a flow (a batch stops then) */
 #define SH_OPS 16
 #define SH_OPS_CAP 3072
 #define SH_FREED (SH_OPS + SH_OPS_CAP)
