@@ -276,3 +276,86 @@ test('a step of a sequence that runs sequences of other flows goes on with its o
     ], trace);
     assert.deepStrictEqual(trace, ['a', 'x1', 'x2.sub', 'x3', 'b', [1, 2], 'd', 'x5', 'end']);
 });
+
+/* a random sequence of root-level steps (kinds below), run under
+ * AsyncToolTest to its end: the trace of what ran and what each got */
+const randomFlow = (AT, rnd, noeh) => {
+    const KINDS = ['plain', 'num', 'nums', 'str', 'obj', 'many', 'ss', 'ssobj', 'sub', 'subval',
+        'wait', 'timeout', 'error', 'throw', 'cancel', 'nested', 'none'];
+    const trace = [];
+    const root = $as();
+    const eh = noeh ? (as, err) => {} : undefined; // handles nothing, the error goes on
+    const len = 1 + rnd(12);
+    const show = (a) => (typeof a === 'object' ? JSON.stringify(a) : String(a));
+    for (let i = 0; i < len; ++i) {
+        const k = KINDS[rnd(KINDS.length)];
+        const fail = rnd(4) === 0;
+        root.add(function(as, ...args) {
+            trace.push(`${i}:${k}(${args.map(show).join(',')})`);
+            switch (k) {
+            case 'num': as.success(i); break;
+            case 'nums': as.success(i, -i, 0.5); break;
+            case 'str': as.success(`s${i}`); break;
+            case 'obj': as.success({ i }); break;
+            case 'many': as.success(1, 2, 3, 4, 5, i); break;
+            case 'ss': as.successStep(i * 2); break;
+            case 'ssobj': as.successStep([i]); break;
+            case 'sub': as.add((as) => trace.push(`${i}.sub`)); break;
+            case 'subval':
+                as.add((as) => {
+                    trace.push(`${i}.sub`);
+                    as.success(`v${i}`);
+                });
+                break;
+            case 'wait':
+                as.waitExternal();
+                AT.callLater(() => as.success(i), 0);
+                break;
+            case 'timeout':
+                as.setTimeout(1000);
+                AT.callLater(() => as.success(), 0);
+                break;
+            case 'error': if (fail) as.error(`E${i}`); break;
+            case 'throw': if (fail) throw new Error(`T${i}`); break;
+            case 'cancel': if (fail) root.cancel(); break;
+            case 'nested':
+                $as().add((as) => trace.push(`${i}.n1`))
+                    .add((as) => as.add((as) => trace.push(`${i}.n2`)))
+                    .add((as) => trace.push(`${i}.n3`))
+                    .execute();
+                break;
+            case 'none': as.success(); break;
+            default: break;
+            }
+        }, eh);
+    }
+    root.add((as, ...args) => trace.push(`end:${args.length}`), eh);
+    root.execute();
+    AT.run();
+    const e = root.state.last_exception;
+    return `${trace.join(' ')} | ${root.state.error_info} ${e ? e.message : ''}`;
+};
+
+test('random sequences of steps: the same trace whether they run as one batch or one by one', T, async () => {
+    await onTestTool((AT) => {
+        for (const seed of [1, 7, 42]) {
+            const traces = [];
+            for (const noeh of [false, true]) {
+                // the same random choices for both runs
+                let s = seed;
+                const rnd = (n) => {
+                    s = (s * 1103515245 + 12345) & 0x7fffffff;
+                    return s % n;
+                };
+                const flows = [];
+                for (let f = 0; f < 40; ++f) {
+                    flows.push(randomFlow(AT, rnd, noeh));
+                }
+                traces.push(flows);
+            }
+            assert.deepStrictEqual(traces[0], traces[1], `seed ${seed}`);
+            assert.ok(traces[0].some((t) => t.includes('end:')), 'some flows end');
+            assert.ok(traces[0].some((t) => !t.includes('end:')), 'some flows fail or are cancelled');
+        }
+    });
+});
