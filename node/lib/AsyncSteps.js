@@ -923,14 +923,7 @@ const invoke = (root, as, fn, n, a0, a1, a2, a3) => {
     CUR = as._h;
     CUR_ROOT = root;
     try {
-        switch (n) {
-        case 0: fn(as); break;
-        case 1: fn(as, a0); break;
-        case 2: fn(as, a0, a1); break;
-        case 3: fn(as, a0, a1, a2); break;
-        case 4: fn(as, a0, a1, a2, a3); break;
-        default: fn(as, ...a0);
-        }
+        call(as, fn, n, a0, a1, a2, a3);
     } catch (e) {
         CUR = prev;
         CUR_ROOT = prevRoot;
@@ -940,6 +933,18 @@ const invoke = (root, as, fn, n, a0, a1, a2, a3) => {
     CUR = prev;
     CUR_ROOT = prevRoot;
     return 0;
+};
+
+/* fn(as, ...values): n values in a0..a3, or -1 and an array in a0 */
+const call = (as, fn, n, a0, a1, a2, a3) => {
+    switch (n) {
+    case 0: fn(as); break;
+    case 1: fn(as, a0); break;
+    case 2: fn(as, a0, a1); break;
+    case 3: fn(as, a0, a1, a2); break;
+    case 4: fn(as, a0, a1, a2, a3); break;
+    default: fn(as, ...a0);
+    }
 };
 
 /* room: the steps the burst allows after this one (undefined: C called) */
@@ -998,6 +1003,11 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     const at = batch.at;
     let i = at;
     let as;
+    // every step of the batch is step h of root (invoke() for all of them)
+    const prev = CUR;
+    const prevRoot = CUR_ROOT;
+    CUR = h;
+    CUR_ROOT = root;
     for (;;) {
         const fn = fns[i];
         as = new AsyncStepProtector(root, h);
@@ -1005,7 +1015,12 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
         if (!isProduction) {
             execStack(root, fn, MODE_STEP);
         }
-        if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
+        try {
+            call(as, fn, n, a0, a1, a2, a3);
+        } catch (e) {
+            CUR = prev;
+            CUR_ROOT = prevRoot;
+            onThrow(root, as, e);
             BATCH = i - at; // set after the callbacks: they may run batches too
             return F_DONE | F_BATCH; // the rest goes with the error
         }
@@ -1050,6 +1065,8 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
         as._h = DEAD_H; // as a step C freed
         --left;
     }
+    CUR = prev;
+    CUR_ROOT = prevRoot;
     BATCH = i - 1 - at;
     if (i < fns.length) {
         // the rest goes right after this step (queued steps go in front)
