@@ -543,6 +543,16 @@ static void f_host_marker(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* a
     fail_msg("the engine called a host step itself");
 }
 
+/* the next host step of the tool, whose data is the string `want` */
+static FutoInAsyncSteps* host_next_expect(const char* want)
+{
+    void* data = NULL;
+    FutoInAsyncSteps* s = futoin_tool_host_next(g_fx.tool, &data, NULL);
+    assert_non_null(s);
+    assert_string_equal(data, want);
+    return s;
+}
+
 /* a pending timer must not cost a clock read and a re-arm of the host's
  * timer on every host step: the earliest deadline did not change */
 static void hooks_not_rearmed_per_step_while_the_deadline_holds(void** state)
@@ -596,10 +606,7 @@ static void host_run_spends_burst_and_follows(void** state)
     r->api->add(r, (void*)"next", f_host_marker, NULL);
     r->api->execute(r, NULL, NULL);
     futoin_tool_iterate(g_fx.tool, 0);
-    void* data = NULL;
-    FutoInAsyncSteps* s = futoin_tool_host_next(g_fx.tool, &data, NULL);
-    assert_non_null(s);
-    assert_string_equal(data, "run");
+    FutoInAsyncSteps* s = host_next_expect("run");
     assert_int_equal(futoin_tool_host_budget(s), 3);
     futoin_tool_host_spend(s, 2);
     assert_int_equal(futoin_tool_host_budget(s), 1);
@@ -608,6 +615,7 @@ static void host_run_spends_burst_and_follows(void** state)
     strcpy(rest, "rest");
     futoin_tool_host_done(s);
     /* the rest of the batch comes first, with the last step of the burst */
+    void* data = NULL;
     s = futoin_tool_host_next(g_fx.tool, &data, NULL);
     assert_non_null(s);
     assert_ptr_equal(data, rest);
@@ -619,9 +627,7 @@ static void host_run_spends_burst_and_follows(void** state)
     /* the burst is used up: the next step waits for a turn of the loop */
     assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
     futoin_tool_iterate(g_fx.tool, 0);
-    s = futoin_tool_host_next(g_fx.tool, &data, NULL);
-    assert_non_null(s);
-    assert_string_equal(data, "next");
+    s = host_next_expect("next");
     assert_int_equal(futoin_tool_host_budget(s), 3);
     futoin_tool_host_done(s);
     assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
@@ -653,9 +659,7 @@ static void host_nested_flow_runs_alone(void** state)
     x->api->execute(x, NULL, NULL);
     futoin_tool_iterate(g_fx.tool, 0);
     void* data = NULL;
-    FutoInAsyncSteps* sa = futoin_tool_host_next(g_fx.tool, &data, NULL);
-    assert_non_null(sa);
-    assert_string_equal(data, "a");
+    FutoInAsyncSteps* sa = host_next_expect("a");
     /* inside a's step: x waits in the host queue; b is executed */
     b->api->add(b, (void*)"b1", f_host_marker, NULL);
     b->api->add(b, (void*)"b2", f_host_marker, NULL);
@@ -676,9 +680,7 @@ static void host_nested_flow_runs_alone(void** state)
     assert_null(futoin_tool_host_next_of(a, NULL, NULL));
     futoin_tool_host_done(sa);
     /* x's step is still first in the queue, then nothing */
-    FutoInAsyncSteps* sx = futoin_tool_host_next(g_fx.tool, &data, NULL);
-    assert_non_null(sx);
-    assert_string_equal(data, "x");
+    FutoInAsyncSteps* sx = host_next_expect("x");
     futoin_tool_host_done(sx);
     assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
     assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);

@@ -114,10 +114,16 @@ const successN = (h, args, queueable) => {
 const errorInC = (root, h, code, info) => {
     root._jsErr = code;
     root._jsInfo = info;
-    if (!isProduction && root._es !== undefined) {
-        root.state.async_stack = root._es; // as futoin-asyncsteps, handled or not
-    }
+    keepAsyncStack(root);
     N.error(h, code, info);
+};
+
+/* on an error, handled or not, state.async_stack shows the step functions
+ * run so far, as futoin-asyncsteps' _handle_error() */
+const keepAsyncStack = (root) => {
+    if (!isProduction && root._es !== undefined) {
+        root.state.async_stack = root._es;
+    }
 };
 
 /* what error(name, info) leaves in the state, as futoin-asyncsteps: the
@@ -925,14 +931,20 @@ const invoke = (root, as, fn, n, a0, a1, a2, a3) => {
     try {
         call(as, fn, n, a0, a1, a2, a3);
     } catch (e) {
-        CUR = prev;
-        CUR_ROOT = prevRoot;
-        onThrow(root, as, e);
+        thrown(root, as, e, prev, prevRoot);
         return 1;
     }
     CUR = prev;
     CUR_ROOT = prevRoot;
     return 0;
+};
+
+/* the callback of step `as` threw e: back to the step that ran before,
+ * then e becomes the flow's error */
+const thrown = (root, as, e, prev, prevRoot) => {
+    CUR = prev;
+    CUR_ROOT = prevRoot;
+    onThrow(root, as, e);
 };
 
 /* fn(as, ...values): n values in a0..a3, or -1 and an array in a0 */
@@ -959,15 +971,20 @@ const onStep = (r, h, code, a0, a1, a2, a3, room) => {
         }
     }
     const n = (code & 7) - 1;
-    const as = new AsyncStepProtector(root, h);
-    root._jsErr = null; // a step runs: any earlier error was handled
-    if (!isProduction) {
-        execStack(root, fn, code & 24);
-    }
+    const as = stepStarts(root, h, fn, code & 24);
     if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
         return F_DONE;
     }
     return stepFlags(root, as, h);
+};
+
+/* the interface of step h, whose callback fn (of `mode`) is about to run */
+const stepStarts = (root, h, fn, mode) => {
+    root._jsErr = null; // a step runs: any earlier error was handled
+    if (!isProduction) {
+        execStack(root, fn, mode);
+    }
+    return new AsyncStepProtector(root, h);
 };
 
 /* what the step h did, for C, once its callback returned */
@@ -1010,17 +1027,11 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     CUR_ROOT = root;
     for (;;) {
         const fn = fns[i];
-        as = new AsyncStepProtector(root, h);
-        root._jsErr = null;
-        if (!isProduction) {
-            execStack(root, fn, MODE_STEP);
-        }
+        as = stepStarts(root, h, fn, MODE_STEP);
         try {
             call(as, fn, n, a0, a1, a2, a3);
         } catch (e) {
-            CUR = prev;
-            CUR_ROOT = prevRoot;
-            onThrow(root, as, e);
+            thrown(root, as, e, prev, prevRoot);
             BATCH = i - at; // set after the callbacks: they may run batches too
             return F_DONE | F_BATCH; // the rest goes with the error
         }
@@ -1188,9 +1199,7 @@ const onFinish = (r, code, info) => {
     const root = rootOf(r);
     if (root) {
         syncErrorState(root, code, info);
-        if (!isProduction && root._es !== undefined) {
-            root.state.async_stack = root._es; // as futoin-asyncsteps, handled or not
-        }
+        keepAsyncStack(root);
     }
     const reject = root && root._reject;
     if (reject) {
