@@ -6,6 +6,7 @@
  * level or iteration, and steps come from the tool's pool.
  */
 #include "internal.h"
+#include "sync.h"
 
 #include <string.h>
 
@@ -142,6 +143,14 @@ static void strand_set_external_error(fstrand* st, const char* code, const char*
 }
 
 /* ---- completion ---- */
+
+/* out of memory: an InternalError the flow can handle */
+static void strand_oom(fstrand* st)
+{
+    strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
+    fflow_set_info(st->flow, "out of memory");
+    st->err_pending = 1;
+}
 
 static void frame_stop_timer(fstep* f)
 {
@@ -357,10 +366,8 @@ static void parallel_start(fstrand* st, fstep* par)
             }
             c->next = head;
             queue_drop(t, c);
-            strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
-            fflow_set_info(par->flow, "out of memory");
+            strand_oom(st);
             parallel_cancel_branches(par);
-            st->err_pending = 1;
             return;
         }
         base->kind = FK_BRANCH;
@@ -425,6 +432,17 @@ static void post_exec(fstrand* st, fstep* c)
     }
 }
 
+/* queue the step a sync protects, once its lock is held */
+static fstep* sync_protected(fstep* f)
+{
+    fstep* c = enqueue_child(f, FK_STEP);
+    if (c) {
+        c->fn.exec = f->fn.exec;
+        c->eh = f->u.sync.user_eh;
+    }
+    return c;
+}
+
 static void saved_args_cleanup(void* value)
 {
     fargs_reset(value);
@@ -453,6 +471,16 @@ static void step_exec(fstrand* st, fstep* c)
         c->state = FS_SUB;
         break;
     case FK_SYNC: {
+        c->state = FS_SUB;
+        /* a built-in primitive that lets in at once needs no lock step: the
+         * protected step comes next, with the incoming args */
+        if (fsync_try_enter(c->u.sync.sync, st->id)) {
+            c->flags |= F_LOCKED;
+            if (!sync_protected(c)) {
+                strand_oom(st);
+            }
+            break;
+        }
         /* keep the incoming args for the protected step */
         if (!fargs_empty(&st->out_args)) {
             FutoInArgs* saved = fstep_stack(c, sizeof(FutoInArgs), saved_args_cleanup);
@@ -464,11 +492,8 @@ static void step_exec(fstrand* st, fstep* c)
                 fargs_reset(&st->out_args);
             }
         }
-        c->state = FS_SUB;
         if (!enqueue_child(c, FK_SYNC_LOCK)) {
-            strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
-            fflow_set_info(c->flow, "out of memory");
-            st->err_pending = 1;
+            strand_oom(st);
         }
         break;
     }
@@ -516,9 +541,7 @@ static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
     fflow* fl = f->flow;
     fstep* c = step_get(fl);
     if (FTN_UNLIKELY(!c)) {
-        strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
-        fflow_set_info(fl, "out of memory");
-        st->err_pending = 1;
+        strand_oom(st);
         return R_CONT;
     }
     int repeat = f->kind == FK_REPEAT;
@@ -581,15 +604,10 @@ static int children_done(fstrand* st, fstep* f)
     case FK_SYNC:
         if (!(f->flags & F_LOCKED)) {
             f->flags |= F_LOCKED;
-            fstep* c = enqueue_child(f, FK_STEP);
-            if (!c) {
-                strand_set_code(st, FUTOIN_ERR_INTERNAL_ERROR);
-                fflow_set_info(f->flow, "out of memory");
-                st->err_pending = 1;
+            if (!sync_protected(f)) {
+                strand_oom(st);
                 return R_CONT;
             }
-            c->fn.exec = f->fn.exec;
-            c->eh = f->u.sync.user_eh;
             fargs_reset(&st->out_args);
             if (f->u.sync.saved) {
                 st->out_args = *f->u.sync.saved;

@@ -73,6 +73,17 @@ typedef struct fthrottle
     fwaitq queue;
 } fthrottle;
 
+FTN_HIDDEN extern const FutoInSyncAPI fmutex_api;
+FTN_HIDDEN extern const FutoInSyncAPI fthrottle_api;
+FTN_HIDDEN extern const FutoInSyncAPI flimiter_api;
+
+/* Enter a built-in primitive at once if it lets in without waiting: 1 when
+ * entered (left by its unlock() as usual), 0 for lock() to decide. */
+FTN_HIDDEN int fsync_try_enter(FutoInSync* sync, ptrdiff_t rid);
+FTN_HIDDEN int fmutex_try(fmutex* m, ptrdiff_t rid);
+FTN_HIDDEN int fthrottle_try(fthrottle* t);
+FTN_HIDDEN int flimiter_try(FutoInSync* sync, ptrdiff_t rid);
+
 FTN_HIDDEN int fmutex_init(fmutex* m, FutoInAsyncTool* tool, uint32_t max, uint32_t max_queue);
 FTN_HIDDEN void fmutex_destroy(fmutex* m);
 FTN_HIDDEN void fmutex_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);

@@ -75,7 +75,21 @@ static void lim_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
     fmutex_release(&l->mutex, bsi->api->rootId(bsi));
 }
 
-static const FutoInSyncAPI flimiter_api = {{{lim_lock, lim_unlock}}};
+const FutoInSyncAPI flimiter_api = {{{lim_lock, lim_unlock}}};
+
+/* both parts at once, or neither */
+int flimiter_try(FutoInSync* sync, ptrdiff_t rid)
+{
+    flimiter* l = (flimiter*)sync;
+    if (!fmutex_try(&l->mutex, rid)) {
+        return 0;
+    }
+    if (fthrottle_try(&l->throttle)) {
+        return 1;
+    }
+    fmutex_release(&l->mutex, rid);
+    return 0;
+}
 
 FutoInSync* futoin_limiter_new(FutoInAsyncTool* tool, const FutoInLimiterOptions* opts)
 {

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static const FutoInSyncAPI fmutex_api = {{{fmutex_lock, fmutex_unlock}}};
+const FutoInSyncAPI fmutex_api = {{{fmutex_lock, fmutex_unlock}}};
 
 int fmutex_init(fmutex* m, FutoInAsyncTool* tool, uint32_t max, uint32_t max_queue)
 {
@@ -89,6 +89,16 @@ void fmutex_release(fmutex* m, ptrdiff_t rid)
         *o = m->owners[--m->nowners];
         mutex_promote(m);
     }
+}
+
+int fmutex_try(fmutex* m, ptrdiff_t rid)
+{
+    fowner* o = owner_find(m, rid);
+    if (o) {
+        ++o->count;
+        return 1;
+    }
+    return m->nowners < m->max && !m->queue.head && owner_add(m, rid) == 0;
 }
 
 static void mutex_cancel(FutoInAsyncSteps* bsi, void* data)

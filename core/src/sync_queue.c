@@ -66,6 +66,21 @@ fwaiter* fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps* bsi, ptrdi
     return w;
 }
 
+int fsync_try_enter(FutoInSync* sync, ptrdiff_t rid)
+{
+    /* the api tells a built-in from any other FutoInSync */
+    if (sync->api == &fmutex_api) {
+        return fmutex_try((fmutex*)sync, rid);
+    }
+    if (sync->api == &fthrottle_api) {
+        return fthrottle_try((fthrottle*)sync);
+    }
+    if (sync->api == &flimiter_api) {
+        return flimiter_try(sync, rid);
+    }
+    return 0;
+}
+
 void futoin_sync_free(FutoInSync* sync)
 {
     if (!sync) {

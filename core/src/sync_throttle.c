@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-static const FutoInSyncAPI fthrottle_api = {{{fthrottle_lock, fthrottle_unlock}}};
+const FutoInSyncAPI fthrottle_api = {{{fthrottle_lock, fthrottle_unlock}}};
 
 void fthrottle_init(
         fthrottle* t, FutoInAsyncTool* tool, uint32_t max, uint32_t period_ms, uint32_t max_queue)
@@ -76,12 +76,20 @@ static void throttle_cancel(FutoInAsyncSteps* bsi, void* data)
     fwaitq_remove(&((fthrottle*)w->owner)->queue, w);
 }
 
-void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+int fthrottle_try(fthrottle* t)
 {
-    fthrottle* t = (fthrottle*)sync;
     if (t->count < t->max && !t->queue.head) {
         ++t->count;
         throttle_arm(t);
+        return 1;
+    }
+    return 0;
+}
+
+void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    fthrottle* t = (fthrottle*)sync;
+    if (fthrottle_try(t)) {
         return;
     }
     fwaitq_wait(&t->queue, t->max_queue, bsi, bsi->api->rootId(bsi), t, "Throttle queue limit",
