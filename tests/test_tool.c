@@ -610,7 +610,7 @@ static void host_run_spends_burst_and_follows(void** state)
     assert_int_equal(futoin_tool_host_budget(s), 3);
     futoin_tool_host_spend(s, 2);
     assert_int_equal(futoin_tool_host_budget(s), 1);
-    char* rest = futoin_tool_host_follow(s, 8, NULL);
+    char* rest = futoin_tool_host_follow(s);
     assert_non_null(rest);
     strcpy(rest, "rest");
     futoin_tool_host_done(s);
@@ -632,12 +632,72 @@ static void host_run_spends_burst_and_follows(void** state)
     futoin_tool_host_done(s);
     assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
     /* only a plain step taken by the host */
-    assert_null(futoin_tool_host_follow(r, 8, NULL));
-    assert_null(futoin_tool_host_follow(NULL, 8, NULL));
+    assert_null(futoin_tool_host_follow(r));
+    assert_null(futoin_tool_host_follow(NULL));
     assert_int_equal(futoin_tool_host_budget(r), 0);
     futoin_tool_host_spend(NULL, 1);
     futoin_tool_set_burst(g_fx.tool, 100);
     futoin_tool_set_host_bursts(g_fx.tool, 0);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
+static char g_cleaned[64];
+
+static void host_cleanup_rec(void* data)
+{
+    strcat(g_cleaned, data);
+    strcat(g_cleaned, ",");
+}
+
+static char* host_add_str(FutoInAsyncSteps* bsi, const char* str)
+{
+    char* data = futoin_tool_host_add(bsi, NULL);
+    assert_non_null(data);
+    assert_int_equal(data[0], 0); /* zeroed */
+    strcpy(data, str);
+    return data;
+}
+
+/* host_add(): the data is the step's own and the host's cleanup gets it
+ * when the step is released: after it ran, after its sub-steps, unrun */
+static void host_add_data_lives_with_the_step(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    assert_null(futoin_tool_host_add(r, NULL)); /* no host exec callback */
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    futoin_tool_set_host_cleanup(g_fx.tool, host_cleanup_rec);
+    g_cleaned[0] = 0;
+    char* a = host_add_str(r, "a");
+    host_add_str(r, "b");
+    host_add_str(r, "c");
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    void* data = NULL;
+    FutoInAsyncSteps* s = futoin_tool_host_next(g_fx.tool, &data, NULL);
+    assert_ptr_equal(data, a);
+    futoin_tool_host_done(s);
+    assert_string_equal(g_cleaned, "a,");
+    s = host_next_expect("b");
+    host_add_str(s, "b1");
+    futoin_tool_host_done(s);
+    s = host_next_expect("b1");
+    assert_string_equal(g_cleaned, "a,");
+    futoin_tool_host_done(s);
+    assert_string_equal(g_cleaned, "a,b1,b,");
+    s = host_next_expect("c");
+    s->api->add(s, (void*)"c1", f_host_marker, NULL);
+    host_add_str(s, "c2");
+    futoin_tool_host_done(s);
+    s = host_next_expect("c1");
+    r->api->cancel(r); /* inside c1: c2 never runs */
+    futoin_tool_host_done(s);
+    assert_string_equal(g_cleaned, "a,b1,b,c2,c,");
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
+    /* bad input */
+    assert_null(futoin_tool_host_add(NULL, NULL));
+    futoin_tool_set_host_cleanup(g_fx.tool, NULL);
+    futoin_tool_set_host_cleanup(NULL, host_cleanup_rec);
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
@@ -947,6 +1007,7 @@ int main(void)
             T(hooks_arm_reports_next_wakeup),
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(host_nested_flow_runs_alone),
+            T(host_add_data_lives_with_the_step),
             T(host_run_spends_burst_and_follows),
             T(cross_thread_success_with_ref),
             T(cross_thread_handle_error),

@@ -52,6 +52,20 @@ static void api_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_
     }
 }
 
+void* futoin_tool_host_add(FutoInAsyncSteps* bsi, FutoInAsyncSteps_error_callback eh)
+{
+    fstep* s = futoin_steps_is_native(bsi) ? live(bsi, "add()") : NULL;
+    FutoInAsyncSteps_execute_callback f = s ? s->flow->tool->host_exec : NULL;
+    fstep* c = f ? feng_add(s, FK_STEP, NULL) : NULL;
+    if (!c) {
+        return NULL;
+    }
+    c->fn.exec = f;
+    c->eh = eh;
+    c->data = feng_host_data(c);
+    return c->data;
+}
+
 /* Returned when parallel() cannot add: every slot on it reports and ignores. */
 static fstep dead_step = {.iface = {&ftn_steps_api}, .state = FS_FREE};
 

@@ -104,6 +104,7 @@ struct FutoInAsyncTool_
     FutoInArgs in_args; /* what the running step callback received */
     /* steps whose callback the host runs itself (futoin_tool_set_host_exec) */
     FutoInAsyncSteps_execute_callback host_exec;
+    void (*host_cleanup)(void* data); /* data of host_add() steps */
     /* loop and repeat bodies the host runs itself (futoin_tool_set_host_loops) */
     void (*host_loop)(FutoInAsyncSteps* bsi, void* data);
     void (*host_repeat)(FutoInAsyncSteps* bsi, void* data, size_t i);
@@ -256,6 +257,9 @@ typedef struct fstep
     } u;
 } fstep;
 
+/* host_add() data lives in the union of the step itself */
+_Static_assert(sizeof(((fstep*)0)->u) >= FUTOIN_HOST_DATA_SIZE, "host data fits a step");
+
 typedef struct fstrand
 {
     ftask task; /* first: scheduling link */
@@ -327,6 +331,8 @@ FTN_HIDDEN size_t fstep_small_item_size(void);
 
 /* engine entry points used by the API slots */
 FTN_HIDDEN fstep* feng_add(fstep* s, int kind, void* data);
+/* the step's own data for its host (host_add(), host_follow()), zeroed */
+FTN_HIDDEN void* feng_host_data(fstep* s);
 FTN_HIDDEN void feng_success(fstep* s, FutoInArgs* args);
 FTN_HIDDEN void feng_error(fstep* s, const char* code, const char* info);
 FTN_HIDDEN void feng_misuse(fstep* s, const char* what);

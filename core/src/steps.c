@@ -61,9 +61,16 @@ static inline void step_retire(fstep* s)
     ++s->gen;
 }
 
-static void step_put(FutoInAsyncTool* t, fstep* s)
+/* A step back to the pool, with the host's data of its own (host_add()). */
+static inline void step_put(FutoInAsyncTool* t, fstep* s)
 {
     step_retire(s);
+    if (s->data == (void*)&s->u) {
+        s->data = NULL;
+        if (t->host_cleanup) {
+            t->host_cleanup(&s->u);
+        }
+    }
     s->state = FS_FREE;
     fpool_put(&t->step_pool, s);
 }
@@ -179,9 +186,7 @@ static void frame_pop(fstrand* st, fstep* f)
     if (FTN_LIKELY(!f->timer && !f->on_cancel && !f->allocs && !f->q_head
                    && ((1u << f->kind) & FAST_POP_KINDS))) {
         st->top = f->parent;
-        step_retire(f);
-        f->state = FS_FREE;
-        fpool_put(&t->step_pool, f);
+        step_put(t, f);
         return;
     }
     f->state = FS_CANCEL;
@@ -782,9 +787,7 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                         if (FTN_LIKELY((c->flags & ~F_SUCCESS) == 0 && !c->q_head && !c->allocs
                                        && !c->on_cancel && !c->timer)) {
                             st->top = f;
-                            step_retire(c);
-                            c->state = FS_FREE;
-                            fpool_put(&t->step_pool, c);
+                            step_put(t, c);
                         } else {
                             post_exec(st, c);
                         }
@@ -1112,6 +1115,19 @@ void feng_tool_release(FutoInAsyncTool* t)
     }
 }
 
+void* feng_host_data(fstep* s)
+{
+    memset(&s->u, 0, sizeof(s->u));
+    return &s->u;
+}
+
+void futoin_tool_set_host_cleanup(FutoInAsyncTool* t, void (*cleanup)(void* data))
+{
+    if (t) {
+        t->host_cleanup = cleanup;
+    }
+}
+
 void futoin_tool_set_host_exec(FutoInAsyncTool* t, FutoInAsyncSteps_execute_callback f)
 {
     if (t) {
@@ -1184,7 +1200,7 @@ void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps)
     }
 }
 
-void* futoin_tool_host_follow(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
+void* futoin_tool_host_follow(FutoInAsyncSteps* bsi)
 {
     fstep* c = host_plain_step(bsi);
     fstep* p = c ? c->parent : NULL;
@@ -1195,16 +1211,11 @@ void* futoin_tool_host_follow(FutoInAsyncSteps* bsi, size_t size, void (*cleanup
     if (FTN_UNLIKELY(!n)) {
         return NULL;
     }
-    void* data = fstep_stack(p, size, cleanup);
-    if (FTN_UNLIKELY(!data)) {
-        step_put(c->flow->tool, n);
-        return NULL;
-    }
     /* c left p's queue when it started: the head is what comes after it */
     n->kind = FK_STEP;
     n->state = FS_QUEUED;
     n->parent = p;
-    n->data = data;
+    n->data = feng_host_data(n);
     n->fn.exec = c->fn.exec;
     n->eh = NULL;
     n->next = p->q_head;
@@ -1212,7 +1223,7 @@ void* futoin_tool_host_follow(FutoInAsyncSteps* bsi, size_t size, void (*cleanup
     if (!p->q_tail) {
         p->q_tail = n;
     }
-    return data;
+    return n->data;
 }
 
 int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter)
@@ -1329,9 +1340,7 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
         /* a body that only ran goes back to its loop, which takes the next
          * iteration, as loop_run() does */
         st->top = c->parent;
-        step_retire(c);
-        c->state = FS_FREE;
-        fpool_put(&t->step_pool, c);
+        step_put(t, c);
     } else {
         post_exec(st, c);
     }

@@ -47,6 +47,7 @@ enum hkind
 };
 
 typedef struct jroot jroot;
+typedef struct jfrag jfrag;
 typedef struct jsenv jsenv;
 
 typedef struct hslot
@@ -56,6 +57,7 @@ typedef struct hslot
     uint32_t gen;
     uint32_t next_free;
     uint8_t kind;
+    jfrag* frag; /* a step taken by the host: its data */
 } hslot;
 
 struct jroot
@@ -77,13 +79,17 @@ struct jroot
 };
 
 /* a JS callback of a step: its index in the JS registry (lib/registry.js) */
-typedef struct jfrag
+struct jfrag
 {
     jroot* root;
     uint32_t k;    /* JK_NONE: handed over to JS, which frees it */
-    uint16_t no_eh; /* a plain step without error handler: JS may free k once it ran */
-    uint16_t batch; /* a batch of JS steps (lib/AsyncSteps.js runBatch): wants SH_BUDGET */
-} jfrag;
+    uint8_t no_eh; /* a plain step without error handler: JS may free k once it ran */
+    uint8_t batch; /* a batch of JS steps (lib/AsyncSteps.js runBatch): wants SH_BUDGET */
+    uint8_t own;   /* the step's own data (futoin_tool_host_add): it can keep the handle */
+    uint8_t pad;
+    uint32_t kept, kept_gen; /* own: the handle slot kept while the step lives (0: none) */
+};
+_Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own data");
 #define JK_NONE UINT32_MAX
 
 /*

@@ -46,6 +46,7 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
     h->bsi = bsi;
     h->root = root;
     h->kind = kind;
+    h->frag = NULL;
     h->next_free = 0;
     if (e->live) {
         e->live[s] = (int32_t)(h->gen << SLOT_BITS | s);

@@ -48,6 +48,16 @@ static void release_k(jsenv* e, uint32_t k)
     sh[SH_SPILL] = (int32_t)e->nspill;
 }
 
+/* a handle slot kept while its step lives: free unless freed already */
+static void slot_release(jsenv* e, uint32_t slot, uint32_t gen)
+{
+    if (slot < e->nslots && e->slots[slot].gen == gen && e->slots[slot].kind != HK_FREE) {
+        jh_free(e, slot);
+    }
+}
+
+/* the step of this frag is gone (host cleanup of its own data, or the
+ * stack() cleanup of the step it was allocated on) */
 static void frag_cleanup(void* p)
 {
     jfrag* f = p;
@@ -57,6 +67,9 @@ static void frag_cleanup(void* p)
     }
     if (f->k != JK_NONE) {
         release_k(e, f->k);
+    }
+    if (f->kept) {
+        slot_release(e, f->kept, f->kept_gen);
     }
     jroot* r = f->root;
     if (r && r->foreign && --r->live == 0) {
@@ -73,6 +86,8 @@ static jfrag* frag_init(jfrag* f, jroot* r, uint32_t k)
     f->k = k;
     f->no_eh = 0;
     f->batch = 0;
+    f->own = 0;
+    f->kept = 0;
     if (r->foreign && r->live++ == 0) {
         root_strong(r, 1); /* a foreign flow holds our callbacks: keep them */
     }
@@ -95,13 +110,19 @@ static void slot_cleanup(void* p)
 {
     slot_keep* k = p;
     jsenv* e = tl_env;
-    if (e && k->slot < e->nslots && e->slots[k->slot].gen == k->gen && e->slots[k->slot].kind != HK_FREE) {
-        jh_free(e, k->slot);
+    if (e) {
+        slot_release(e, k->slot, k->gen);
     }
 }
 
 static void keep_slot(jsenv* e, FutoInAsyncSteps* bsi, uint32_t s)
 {
+    jfrag* f = e->slots[s].frag;
+    if (f && f->own && !f->kept && e->slots[s].bsi == bsi) {
+        f->kept = s; /* in the step's own data: no allocation */
+        f->kept_gen = e->slots[s].gen;
+        return;
+    }
     slot_keep* k = bsi->api->stack(bsi, sizeof(slot_keep), slot_cleanup);
     if (!k) {
         jh_free(e, s);
@@ -537,11 +558,19 @@ void js_flush_ops(jsenv* e)
         case OP_ADD:
         case OP_PADD: {
             FutoInAsyncSteps* to = op == OP_PADD ? par : t;
-            jfrag* f = to ? jr_frag(t, r, (uint32_t)a) : NULL;
+            jfrag* f;
+            if (to && !r->foreign && futoin_steps_is_native(to)) {
+                /* the step keeps its frag itself */
+                f = frag_init(futoin_tool_host_add(to, (b & 1) ? eh_cb(r) : NULL), r, (uint32_t)a);
+                if (f) {
+                    f->own = 1;
+                }
+            } else if ((f = to ? jr_frag(t, r, (uint32_t)a) : NULL)) {
+                to->api->add(to, f, step_cb(r), (b & 1) ? eh_cb(r) : NULL);
+            }
             if (f) {
                 f->no_eh = !(b & 1);
                 f->batch = (b & OP_BATCH) != 0;
-                to->api->add(to, f, step_cb(r), (b & 1) ? eh_cb(r) : NULL);
             } else {
                 release_k(e, (uint32_t)a);
             }
@@ -585,8 +614,9 @@ void js_flush_ops(jsenv* e)
         }
         case OP_FOLLOW: {
             /* the step taken, t, stays the engine's step: k goes after it */
-            jfrag* f = frag_init(futoin_tool_host_follow(t, sizeof(jfrag), frag_cleanup), r, (uint32_t)a);
+            jfrag* f = frag_init(futoin_tool_host_follow(t), r, (uint32_t)a);
             if (f) {
+                f->own = 1;
                 f->no_eh = 1;
                 f->batch = (b & OP_BATCH) != 0;
             } else {
@@ -910,6 +940,7 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
         futoin_tool_host_done(bsi);
         return host_take(e, t, only); /* bounded: each call retires one step */
     }
+    e->slots[s].frag = f;
     ++e->turn_steps;
     e->sh[SH_H] = (int32_t)(e->slots[s].gen << 20 | s);
     e->sh[SH_ROOT] = (int32_t)f->root->slot;
@@ -1360,6 +1391,8 @@ napi_status js_steps_register(napi_env env, napi_value exports)
 {
     futoin_tool_set_host_exec(tl_env->tool, tr_host_step);
     futoin_tool_set_host_exec(tl_env->test_tool, tr_host_step);
+    futoin_tool_set_host_cleanup(tl_env->tool, frag_cleanup);
+    futoin_tool_set_host_cleanup(tl_env->test_tool, frag_cleanup);
     /* a flow runs its steps as one burst, as futoin-asyncsteps runs them */
     futoin_tool_set_host_bursts(tl_env->tool, 1);
     futoin_tool_set_host_bursts(tl_env->test_tool, 1);

@@ -194,19 +194,29 @@ FUTOIN_API const char* futoin_tool_host_error(FutoInAsyncSteps* bsi);
  * repeat body's iteration. -1 for anything else. */
 FUTOIN_API int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter);
 
+/* A step run by the host can keep its data inside the step itself: no
+ * allocation per step. host_add(): add() of a step with the host execute
+ * callback (set_host_exec) and `eh`, whose data is FUTOIN_HOST_DATA_SIZE
+ * zeroed bytes of its own; the tool's host cleanup (set_host_cleanup, may
+ * be NULL) gets them when the step is released, however it ended. Returns
+ * the data; NULL when add() refused (reported as add() reports) or no host
+ * execute callback is set. */
+#define FUTOIN_HOST_DATA_SIZE 24
+FUTOIN_API void futoin_tool_set_host_cleanup(FutoInAsyncTool* tool, void (*cleanup)(void* data));
+FUTOIN_API void* futoin_tool_host_add(FutoInAsyncSteps* bsi, FutoInAsyncSteps_error_callback eh);
+
 /* A host may run several plain steps of its own as one host step (a batch
  * the engine knows as one step). host_budget(): the steps the strand of the
  * taken step bsi may still run in this burst; host_spend(): the host ran
  * `steps` more as part of bsi, so they use up the burst as engine steps
  * would. host_follow(): a step with bsi's execute callback, no error
  * handler, queued right after bsi (the rest of the batch when one of its
- * steps did more than complete); its data is `size` bytes (zeroed) that
- * live as long as bsi's parent (stack() there, with `cleanup`). Returns the
- * data, NULL (nothing queued) when bsi is not a plain step taken with
- * host_next() or memory ran out. */
+ * steps did more than complete), with data of its own as host_add() gives.
+ * Returns the data, NULL (nothing queued) when bsi is not a plain step
+ * taken with host_next() or memory ran out. */
 FUTOIN_API uint32_t futoin_tool_host_budget(FutoInAsyncSteps* bsi);
 FUTOIN_API void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps);
-FUTOIN_API void* futoin_tool_host_follow(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*));
+FUTOIN_API void* futoin_tool_host_follow(FutoInAsyncSteps* bsi);
 
 /* The tool of any bsi of this implementation; NULL for a foreign pointer. */
 FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
