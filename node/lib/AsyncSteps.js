@@ -26,6 +26,7 @@ const F_ADDED = 1;
 const F_WAIT = 2;
 const F_DONE = 4;
 const F_BATCH = 128; // a batch of steps ran: BATCH more than one (JS_F_BATCH)
+const F_MERGED = 256; // JS only: its one sub-step ran as part of its step (mergeInner)
 
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
@@ -60,7 +61,7 @@ let CUR_ROOT = null;
  * the same sequence is out of bounds (parallel branches are sequences of
  * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
-    if (asp._h !== CUR && CUR_ROOT === asp._root && CUR_ROOT !== null && isLive(asp._h) &&
+    if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && CUR_ROOT === asp._root && CUR_ROOT !== null && isLive(asp._h) &&
         N.rootId(asp._h) === N.rootId(CUR)) {
         const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)');
         deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
@@ -972,10 +973,66 @@ const onStep = (r, h, code, a0, a1, a2, a3, room) => {
     }
     const n = (code & 7) - 1;
     const as = stepStarts(root, h, fn, code & 24);
+    const touch = reg.SH[SH_TOUCH];
     if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
         return F_DONE;
     }
+    if (as._f === F_ADDED && room !== undefined && (code & 24) === MODE_STEP) {
+        const last = mergeInner(root, as, h, Math.min(room, reg.SH[SH_BUDGET]), touch);
+        if (MERGED !== 0) {
+            BATCH = MERGED;
+            return (last === null ? F_DONE : stepFlags(root, last, h)) | F_BATCH;
+        }
+    }
     return stepFlags(root, as, h);
+};
+
+let MERGED = 0; // the sub-steps mergeInner ran
+const MERGED_AS = []; // interfaces of steps done by way of merged sub-steps (runBatch marks them ended)
+
+/* Step h's callback returned having added one plain JS sub-step without
+ * onerror and done nothing else: that sub-step is the next and last to run
+ * under h, and h completes as it does. It runs now as part of h (its calls
+ * go to h, which has the same error handler above it), one engine step less;
+ * again while the sub-step does the same. Not when a native call touched a
+ * flow meanwhile (`touch`: SH_TOUCH before the callback), nor past `left`,
+ * the steps the burst allows. Returns the interface of the last step run
+ * (its _f tells what h did), null if it threw (the flow's error then);
+ * MERGED: how many ran. */
+const mergeInner = (root, as, h, left, touch) => {
+    const SH = reg.SH;
+    let merged = 0;
+    while (merged < left && as._f === F_ADDED && as._next === null && SH[SH_OPS_N] === 6 &&
+        SH[SH_OPS + 3] === OP_ADD && SH[SH_OPS + 5] === 0 && reg.target === h && SH[SH_TOUCH] === touch) {
+        const k = SH[SH_OPS + 4];
+        const fn = FNS[k];
+        if (typeof fn !== 'function') {
+            break;
+        }
+        SH[SH_OPS_N] = 0;
+        FNS[k] = undefined;
+        FREE.push(k);
+        // out of bounds from now on, as a parent step inside its sub-step
+        as._f = F_ADDED | F_MERGED;
+        MERGED_AS.push(as);
+        as = stepStarts(root, h, fn, MODE_STEP);
+        ++merged;
+        if (invoke(root, as, fn, 0) !== 0) {
+            as = null;
+            break;
+        }
+    }
+    MERGED = merged;
+    return as;
+};
+
+/* the steps of MERGED_AS from `mark` on ended (their step h goes on) */
+const mergedEnded = (mark) => {
+    for (let i = MERGED_AS.length - 1; i >= mark; --i) {
+        const as = MERGED_AS.pop();
+        as._f |= F_DONE;
+        as._h = DEAD_H;
+    }
 };
 
 /* the interface of step h, whose callback fn (of `mode`) is about to run */
@@ -1025,6 +1082,8 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     const prevRoot = CUR_ROOT;
     CUR = h;
     CUR_ROOT = root;
+    let merged = 0;
+    const mark = MERGED_AS.length;
     for (;;) {
         const fn = fns[i];
         as = stepStarts(root, h, fn, MODE_STEP);
@@ -1032,10 +1091,22 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
             call(as, fn, n, a0, a1, a2, a3);
         } catch (e) {
             thrown(root, as, e, prev, prevRoot);
-            BATCH = i - at; // set after the callbacks: they may run batches too
+            BATCH = i - at + merged; // set after the callbacks: they may run batches too
             return F_DONE | F_BATCH; // the rest goes with the error
         }
         ++i;
+        if (as._f === F_ADDED && left !== 0) {
+            const last = mergeInner(root, as, h, left, touch);
+            merged += MERGED;
+            left -= MERGED;
+            if (last === null) {
+                CUR = prev;
+                CUR_ROOT = prevRoot;
+                BATCH = i - 1 - at + merged;
+                return F_DONE | F_BATCH;
+            }
+            as = last;
+        }
         const f = as._f;
         if (i === fns.length || left === 0 || (f & (F_ADDED | F_WAIT)) !== 0 || SH[SH_TOUCH] !== touch) {
             break;
@@ -1074,11 +1145,14 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
         }
         as._f = f | F_DONE;
         as._h = DEAD_H; // as a step C freed
+        if (MERGED_AS.length !== mark) {
+            mergedEnded(mark);
+        }
         --left;
     }
     CUR = prev;
     CUR_ROOT = prevRoot;
-    BATCH = i - 1 - at;
+    BATCH = i - 1 - at + merged;
     if (i < fns.length) {
         // the rest goes right after this step (queued steps go in front)
         if (i === at + 1 && ++batch.lead >= 2) {
