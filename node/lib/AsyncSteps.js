@@ -56,12 +56,18 @@ const queue = reg.queue;
 // and its root
 let CUR = -1;
 let CUR_ROOT = null;
+let CUR_AS = null; // the interface of step CUR
+
+const STALE = 'InternalError: Unexpected call, object is out of service';
 
 /* as futoin-asyncsteps: inside a step, the interface of another step of
  * the same sequence is out of bounds (parallel branches are sequences of
  * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
-    if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && CUR_ROOT === asp._root && CUR_ROOT !== null && isLive(asp._h) &&
+    if (asp._h !== CUR && !isLive(asp._h)) {
+        throw new Error(STALE); // its step ended
+    }
+    if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && CUR_ROOT === asp._root && CUR_ROOT !== null &&
         N.rootId(asp._h) === N.rootId(CUR)) {
         const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)');
         deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
@@ -150,11 +156,19 @@ const deferRaise = (root, e, kind, code, info) => {
     root._raiseInfo = info;
 };
 
+/* a call on the interface of a step that ended throws, state untouched */
+const checkActive = (h) => {
+    if (h !== CUR && !isLive(h)) {
+        throw new Error(STALE);
+    }
+};
+
 const infoArg = (error_info) => (error_info === undefined || error_info === null ? undefined : String(error_info));
 
 /* error(name, info) of a step: state first, then throw, as
  * futoin-asyncsteps does; from outside a callback the error is raised at once */
 const raise = (root, h, name, error_info) => {
+    checkActive(h);
     const e = stateError(root.state, name, error_info);
     if (h === CUR) {
         deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
@@ -381,6 +395,9 @@ class AsyncStepProtector {
         if (typeof oncancel !== 'function') {
             throw new TypeError('setCancel() expects a function');
         }
+        if (this._h !== CUR && !isLive(this._h)) {
+            return this; // harmless on a step that ended, as in futoin-asyncsteps
+        }
         const k = register(oncancel, undefined);
         if (this._h === CUR) {
             queue(CUR, OP_CANCEL, k, 0);
@@ -394,6 +411,8 @@ class AsyncStepProtector {
     waitExternal() {
         if (this._h === CUR) {
             queue(CUR, OP_WAIT, 0, 0);
+        } else if (!isLive(this._h)) {
+            return this; // harmless on a step that ended, as in futoin-asyncsteps
         } else {
             N.waitExternal(this._h);
         }
@@ -452,6 +471,7 @@ class AsyncStepProtector {
     _loopCtl(label, code, kind) {
         sanity(this);
         checkLabel(label);
+        checkActive(this._h);
         const e = new Error(code);
         // a loop that takes it leaves no exception behind, as in futoin-asyncsteps
         this._root.state.last_exception = null;
@@ -713,6 +733,11 @@ class AsyncSteps {
 
     cancel() {
         if (this._h !== undefined) {
+            if (CUR_ROOT === this && CUR_AS !== null) {
+                // inside a step of this flow: that step ends now, as in futoin-asyncsteps
+                CUR_AS._f |= F_DONE;
+                CUR_AS._h = DEAD_H;
+            }
             N.cancel(this._h);
         }
         this._ops = [];
@@ -927,24 +952,28 @@ const rootOf = (r) => (typeof r === 'number' ? ROOTS[r] : r);
 const invoke = (root, as, fn, n, a0, a1, a2, a3) => {
     const prev = CUR;
     const prevRoot = CUR_ROOT;
+    const prevAs = CUR_AS;
     CUR = as._h;
     CUR_ROOT = root;
+    CUR_AS = as;
     try {
         call(as, fn, n, a0, a1, a2, a3);
     } catch (e) {
-        thrown(root, as, e, prev, prevRoot);
+        thrown(root, as, e, prev, prevRoot, prevAs);
         return 1;
     }
     CUR = prev;
     CUR_ROOT = prevRoot;
+    CUR_AS = prevAs;
     return 0;
 };
 
 /* the callback of step `as` threw e: back to the step that ran before,
  * then e becomes the flow's error */
-const thrown = (root, as, e, prev, prevRoot) => {
+const thrown = (root, as, e, prev, prevRoot, prevAs) => {
     CUR = prev;
     CUR_ROOT = prevRoot;
+    CUR_AS = prevAs;
     onThrow(root, as, e);
 };
 
@@ -1080,6 +1109,7 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     // every step of the batch is step h of root (invoke() for all of them)
     const prev = CUR;
     const prevRoot = CUR_ROOT;
+    const prevAs = CUR_AS;
     CUR = h;
     CUR_ROOT = root;
     let merged = 0;
@@ -1087,10 +1117,11 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     for (;;) {
         const fn = fns[i];
         as = stepStarts(root, h, fn, MODE_STEP);
+        CUR_AS = as;
         try {
             call(as, fn, n, a0, a1, a2, a3);
         } catch (e) {
-            thrown(root, as, e, prev, prevRoot);
+            thrown(root, as, e, prev, prevRoot, prevAs);
             BATCH = i - at + merged; // set after the callbacks: they may run batches too
             return F_DONE | F_BATCH; // the rest goes with the error
         }
@@ -1102,6 +1133,7 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
             if (last === null) {
                 CUR = prev;
                 CUR_ROOT = prevRoot;
+                CUR_AS = prevAs;
                 BATCH = i - 1 - at + merged;
                 return F_DONE | F_BATCH;
             }
@@ -1152,6 +1184,7 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     }
     CUR = prev;
     CUR_ROOT = prevRoot;
+    CUR_AS = prevAs;
     BATCH = i - 1 - at + merged;
     if (i < fns.length) {
         // the rest goes right after this step (queued steps go in front)
@@ -1173,6 +1206,14 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
 
 const onThrow = (root, as, e) => {
     as._f |= F_DONE;
+    if (!isLive(as._h)) {
+        // its flow was cancelled meanwhile: nothing handles it, as in futoin-asyncsteps
+        if (e !== root._raised) {
+            root.state.last_exception = e;
+        }
+        root._raised = null;
+        return;
+    }
     if (e === root._raised) {
         root._raised = null;
         const kind = root._raiseKind;
