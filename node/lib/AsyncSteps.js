@@ -1007,7 +1007,7 @@ const onStep = (r, h, code, a0, a1, a2, a3, room) => {
         return F_DONE;
     }
     if (as._f === F_ADDED && room !== undefined && (code & 24) === MODE_STEP) {
-        const last = mergeInner(root, as, h, Math.min(room, reg.SH[SH_BUDGET]), touch);
+        const last = mergeInner(root, as, h, Math.min(room, reg.SH[SH_BUDGET]), touch, false);
         if (MERGED !== 0) {
             BATCH = MERGED;
             return (last === null ? F_DONE : stepFlags(root, last, h)) | F_BATCH;
@@ -1027,8 +1027,9 @@ const MERGED_AS = []; // interfaces of steps done by way of merged sub-steps (ru
  * flow meanwhile (`touch`: SH_TOUCH before the callback), nor past `left`,
  * the steps the burst allows. Returns the interface of the last step run
  * (its _f tells what h did), null if it threw (the flow's error then);
- * MERGED: how many ran. */
-const mergeInner = (root, as, h, left, touch) => {
+ * MERGED: how many ran. inBatch: h goes on after them (the interfaces of
+ * the merged parents go to MERGED_AS, for runBatch to end them). */
+const mergeInner = (root, as, h, left, touch, inBatch) => {
     const SH = reg.SH;
     let merged = 0;
     while (merged < left && as._f === F_ADDED && as._next === null && SH[SH_OPS_N] === 6 &&
@@ -1043,7 +1044,9 @@ const mergeInner = (root, as, h, left, touch) => {
         FREE.push(k);
         // out of bounds from now on, as a parent step inside its sub-step
         as._f = F_ADDED | F_MERGED;
-        MERGED_AS.push(as);
+        if (inBatch) {
+            MERGED_AS.push(as);
+        }
         as = stepStarts(root, h, fn, MODE_STEP);
         ++merged;
         if (invoke(root, as, fn, 0) !== 0) {
@@ -1055,12 +1058,15 @@ const mergeInner = (root, as, h, left, touch) => {
     return as;
 };
 
-/* the steps of MERGED_AS from `mark` on ended (their step h goes on) */
-const mergedEnded = (mark) => {
+/* drop the interfaces of MERGED_AS from `mark` on; ended: their steps
+ * ended while step h goes on (else they end with h) */
+const mergedDrop = (mark, ended) => {
     for (let i = MERGED_AS.length - 1; i >= mark; --i) {
         const as = MERGED_AS.pop();
-        as._f |= F_DONE;
-        as._h = DEAD_H;
+        if (ended) {
+            as._f |= F_DONE;
+            as._h = DEAD_H;
+        }
     }
 };
 
@@ -1127,10 +1133,11 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
         }
         ++i;
         if (as._f === F_ADDED && left !== 0) {
-            const last = mergeInner(root, as, h, left, touch);
+            const last = mergeInner(root, as, h, left, touch, true);
             merged += MERGED;
             left -= MERGED;
             if (last === null) {
+                mergedDrop(mark, false);
                 CUR = prev;
                 CUR_ROOT = prevRoot;
                 CUR_AS = prevAs;
@@ -1178,9 +1185,12 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
         as._f = f | F_DONE;
         as._h = DEAD_H; // as a step C freed
         if (MERGED_AS.length !== mark) {
-            mergedEnded(mark);
+            mergedDrop(mark, true);
         }
         --left;
+    }
+    if (MERGED_AS.length !== mark) {
+        mergedDrop(mark, false);
     }
     CUR = prev;
     CUR_ROOT = prevRoot;

@@ -86,3 +86,48 @@ test('a cancelled flow gives its handles back', async () => {
     }
     assert.strictEqual(N.stats().live, base);
 });
+
+test('step interfaces are not kept once their flow ended', () => {
+    // a child process with --expose-gc: weak references to the interfaces
+    // of steps of every shape must die with their flows
+    const { spawnSync } = require('child_process');
+    const script = `
+        const $as = require(${JSON.stringify(require('./helpers').IMPL)});
+        const refs = [];
+        const keep = (as) => refs.push(new WeakRef(as));
+        const flows = [];
+        for (let i = 0; i < 50; ++i) {
+            const root = $as();
+            root.add((as) => {
+                keep(as);
+                as.add((as) => {
+                    keep(as);
+                    as.add((as) => keep(as));
+                });
+            }, (as, err) => {});
+            root.add((as) => {
+                keep(as);
+                as.add((as) => keep(as));
+            });
+            root.add((as) => {
+                keep(as);
+                as.await(Promise.resolve(i));
+            });
+            root.add((as) => as.repeat(3, (as) => {
+                keep(as);
+                as.add((as) => keep(as));
+            }));
+            flows.push(root.promise());
+        }
+        Promise.all(flows).then(() => new Promise((resolve) => setTimeout(resolve, 10))).then(() => {
+            global.gc();
+            const alive = refs.filter((r) => r.deref() !== undefined).length;
+            console.log(JSON.stringify({ refs: refs.length, alive }));
+        });
+    `;
+    const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' });
+    assert.strictEqual(r.status, 0, r.stderr);
+    const { refs, alive } = JSON.parse(r.stdout);
+    assert.ok(refs >= 50 * 10, `refs ${refs}`);
+    assert.ok(alive <= 2, `${alive} of ${refs} step interfaces still alive after their flows ended`);
+});
