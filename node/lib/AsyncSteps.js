@@ -255,13 +255,16 @@ const awaitImpl = (asi, root, promise, onerror) => {
     promise.then(
         (result) => {
             if (step_as) {
-                if (isLive(step_as._h)) {
+                if (!isLive(step_as._h)) {
+                    // gone (cancelled)
+                } else if (root._test) {
                     N.success(step_as._h, 1, result);
-                    if (!root._test) {
-                        // the flow goes on in this microtask, as
-                        // futoin-asyncsteps' await does, not a loop turn later
-                        N.runNow();
-                    }
+                } else if (N.awaited(step_as._h, result)) {
+                    // the flow goes on in this microtask, as futoin-asyncsteps'
+                    // await does, not a loop turn later: alone when it can
+                    runAlone(false);
+                } else {
+                    N.runNow();
                 }
             } else if (step_as === undefined) {
                 complete = (as) => {
@@ -293,6 +296,10 @@ const awaitImpl = (asi, root, promise, onerror) => {
             complete(as);
         } else {
             step_as = as;
+            if (typeof promise.cancel !== 'function') {
+                as.waitExternal(); // nothing to cancel: a late settlement finds the step gone
+                return;
+            }
             as.setCancel(() => {
                 if (step_as) {
                     step_as = null;

@@ -1095,6 +1095,18 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
  * handlers inside the call, as futoin-asyncsteps does); not inside the
  * scheduler's own callbacks. Its first JS step comes back in SH_HOST_OUT as
  * from execute() with JS_HOST_NESTED */
+static int flow_now(jsenv* e, jroot* r)
+{
+    FutoInAsyncTool* tool = r->tool;
+    const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
+    jlazy lz;
+    lz_enter(e, &lz);
+    int ran = futoin_steps_execute_nested(r->bsi);
+    lz_leave(e, &lz);
+    e->sh[SH_HOST_OUT] = host_take_live(e, tool, r, rslot, rgen);
+    return ran;
+}
+
 static napi_value n_flow_now(napi_env env, napi_callback_info info)
 {
     GET_ARGS(1);
@@ -1103,16 +1115,32 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     if (!h || !h->root->running) {
         return NULL;
     }
-    jroot* r = h->root;
-    FutoInAsyncTool* tool = r->tool;
-    const uint32_t rslot = r->slot, rgen = h->gen;
-    jlazy lz;
-    lz_enter(e, &lz);
-    int ran = futoin_steps_execute_nested(r->bsi);
-    lz_leave(e, &lz);
-    e->sh[SH_HOST_OUT] = host_take_live(e, tool, r, rslot, rgen);
     napi_value out;
-    NAPI_OK(napi_get_boolean(env, ran != 0, &out));
+    NAPI_OK(napi_get_boolean(env, flow_now(e, h->root) != 0, &out));
+    return out;
+}
+
+/* awaited(h, value) -> whether its flow ran: success(value) of the step h
+ * that waits for a promise, then its flow goes on now, alone, as flowNow()
+ * (false: not one of our running roots, or not its main sequence) */
+static napi_value n_awaited(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(2);
+    e->sh[SH_HOST_OUT] = 0;
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
+    if (!h) {
+        return NULL;
+    }
+    FutoInArgs a;
+    if (jv_args_from_js(env, 1, &argv[1], &a) != 0) {
+        return js_throw_error(env, "InternalError", "cannot pass this value");
+    }
+    jroot* r = h->root;
+    h->bsi->api->success(h->bsi, &a);
+    futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
+    int ran = r && !r->foreign && r->running && flow_now(e, r);
+    napi_value out;
+    NAPI_OK(napi_get_boolean(env, ran, &out));
     return out;
 }
 
@@ -1411,6 +1439,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"flush", n_flush},
             {"hostNext", n_host_next},
             {"hostDone", n_host_done},
+            {"awaited", n_awaited},
             {"flowNow", n_flow_now},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},
