@@ -257,13 +257,12 @@ const awaitImpl = (asi, root, promise, onerror) => {
             if (step_as) {
                 if (!isLive(step_as._h)) {
                     // gone (cancelled)
-                } else if (root._test) {
-                    N.success(step_as._h, 1, result);
                 } else if (N.awaited(step_as._h, result)) {
-                    // the flow goes on in this microtask, as futoin-asyncsteps'
-                    // await does, not a loop turn later: alone when it can
-                    runAlone(false);
-                } else {
+                    // the flow goes on in this promise reaction, as in
+                    // futoin-asyncsteps, not a loop turn (or test event)
+                    // later: alone when it can
+                    runAlone(root._test);
+                } else if (!root._test) {
                     N.runNow();
                 }
             } else if (step_as === undefined) {
@@ -276,6 +275,12 @@ const awaitImpl = (asi, root, promise, onerror) => {
             if (step_as) {
                 if (isLive(step_as._h)) {
                     awaitFailed(root, step_as, reason);
+                    // its handlers run now, as for a result
+                    if (!root._foreign && root._h !== undefined && N.flowNow(root._h)) {
+                        runAlone(root._test);
+                    } else if (!root._test) {
+                        N.runNow();
+                    }
                 }
             } else if (step_as === undefined) {
                 step_as = null;

@@ -171,3 +171,48 @@ test('a timeout on the awaiting step: Timeout, the promise is cancelled', T, asy
     assert.strictEqual(r.err, 'Timeout');
     assert.strictEqual(cancelled, 1);
 });
+
+/* a few rounds of promise reactions, no loop turn */
+const microtasks = async () => {
+    for (let i = 0; i < 5; ++i) {
+        await Promise.resolve();
+    }
+};
+
+test('a settled await() goes on in the promise reaction, not a loop turn later', T, async () => {
+    const trace = [];
+    const ok = deferred();
+    const bad = deferred();
+    const a = $as();
+    a.add((as) => as.await(ok.promise))
+        .add((as, v) => trace.push(`got ${v}`));
+    const b = $as();
+    b.add((as) => as.await(bad.promise), (as, err) => trace.push(`handled ${err}`));
+    a.execute();
+    b.execute();
+    ok.resolve(1);
+    bad.reject('Bad');
+    await microtasks();
+    assert.deepStrictEqual(trace, ['got 1', 'handled Bad']);
+});
+
+test('under AsyncToolTest a settled await() goes on without an event too', T, async () => {
+    await onTestTool(async (AT) => {
+        const trace = [];
+        const ok = deferred();
+        const bad = deferred();
+        const a = $as();
+        a.add((as) => as.await(ok.promise))
+            .add((as, v) => trace.push(`got ${v}`));
+        const b = $as();
+        b.add((as) => as.await(bad.promise), (as, err) => trace.push(`handled ${err}`));
+        a.execute();
+        b.execute();
+        AT.run();
+        ok.resolve(1);
+        bad.reject(new Error('Bad'));
+        await microtasks();
+        assert.deepStrictEqual(trace, ['got 1', 'handled PromiseReject']);
+        assert.strictEqual(AT.hasEvents(), false);
+    });
+});
