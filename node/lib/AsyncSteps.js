@@ -40,6 +40,7 @@ const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS
 const SH_BUDGET = 12; // the steps the burst still allows (SH_* in src/addon.h)
 const SH_BATCH = 13;
 const SH_TOUCH = 14;
+const SH_MORE = 15;
 const OP_BATCH = 2; // OP_ADD, OP_FOLLOW: a batch (src/addon.h)
 const DEAD_H = -1; // the handle of a batch's step that ended: never live
 
@@ -245,6 +246,15 @@ const awaitFailed = (root, as, reason) => {
     }
 };
 
+/* the flow of root goes on alone (awaited(), flowNow() ran it); then
+ * whatever it made ready meanwhile (a flow it let into a Mutex) */
+const goneOn = (root) => {
+    runAlone(root._test);
+    if (reg.SH[SH_MORE] !== 0) {
+        N.runNow();
+    }
+};
+
 const awaitImpl = (asi, root, promise, onerror) => {
     if (promise === null || (typeof promise !== 'object' && typeof promise !== 'function') ||
         typeof promise.then !== 'function') {
@@ -261,7 +271,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
                     // the flow goes on in this promise reaction, as in
                     // futoin-asyncsteps, not a loop turn (or test event)
                     // later: alone when it can
-                    runAlone(root._test);
+                    goneOn(root);
                 } else if (!root._test) {
                     N.runNow();
                 }
@@ -277,7 +287,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
                     awaitFailed(root, step_as, reason);
                     // its handlers run now, as for a result
                     if (!root._foreign && root._h !== undefined && N.flowNow(root._h)) {
-                        runAlone(root._test);
+                        goneOn(root);
                     } else if (!root._test) {
                         N.runNow();
                     }

@@ -1037,6 +1037,13 @@ static napi_value n_host_next(napi_env env, napi_callback_info info)
 /* hostDone(): the step SH_H ran and did SH_HOST_IN's JS_F_* (with
  * JS_HOST_TEST, JS_HOST_TAKE); the engine goes on with its flow at once and,
  * with JS_HOST_TAKE, the code of the next JS step comes back in SH_HOST_OUT */
+/* work of the real scheduler other than the flow JS just ran is ready now
+ * (a flow it let into a Mutex): JS runs a turn for it (SH_MORE) */
+static int32_t other_ready(jsenv* e, FutoInAsyncTool* t)
+{
+    return t == e->tool && (futoin_tool_host_pending(t) || futoin_tool_next_delay(t) == 0);
+}
+
 static napi_value n_host_done(napi_env env, napi_callback_info info)
 {
     (void)env;
@@ -1081,8 +1088,11 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
     }
     if (flags & JS_HOST_NESTED) {
         e->sh[SH_HOST_OUT] = only ? host_take_live(e, t, only, only_slot, only_gen) : 0;
-        if (!e->sh[SH_HOST_OUT] && t == e->tool && futoin_tool_host_pending(t)) {
-            jd_arm_ready(e); /* other flows' steps: on a turn of their own */
+        if (!e->sh[SH_HOST_OUT]) {
+            e->sh[SH_MORE] = other_ready(e, t);
+            if (t == e->tool && futoin_tool_host_pending(t)) {
+                jd_arm_ready(e); /* other flows' steps: on a turn of their own */
+            }
         }
         return NULL;
     }
@@ -1115,8 +1125,11 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     if (!h || !h->root->running) {
         return NULL;
     }
+    FutoInAsyncTool* tool = h->root->tool; /* the flow may end and its root go */
+    const int ran = flow_now(e, h->root);
+    e->sh[SH_MORE] = ran && other_ready(e, tool);
     napi_value out;
-    NAPI_OK(napi_get_boolean(env, flow_now(e, h->root) != 0, &out));
+    NAPI_OK(napi_get_boolean(env, ran != 0, &out));
     return out;
 }
 
@@ -1138,7 +1151,9 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     jroot* r = h->root;
     h->bsi->api->success(h->bsi, &a);
     futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
+    FutoInAsyncTool* tool = r ? r->tool : NULL; /* the flow may end and its root go */
     int ran = r && !r->foreign && r->running && flow_now(e, r);
+    e->sh[SH_MORE] = ran && other_ready(e, tool);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran, &out));
     return out;
