@@ -334,6 +334,55 @@ static void external_success_schedules_not_inline(void** state)
     assert_trace("success returned|next");
 }
 
+static void on_done(FutoInAsyncSteps* root, void* data)
+{
+    trace("done:%s", (const char*)data);
+    if (strcmp(data, "free") == 0) {
+        root->api->free(root); /* inside its own flow's last moment */
+    }
+}
+
+/* set_done(): called once after the last step of each successful run, not
+ * on an unhandled error nor on cancel; the root may be freed in it */
+static void done_callback_after_success_only(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    futoin_steps_set_done(r, on_done, "a");
+    r->api->add(r, "s1", f_trace, NULL);
+    r->api->add(r, "s2", f_trace, NULL);
+    run_root();
+    assert_trace("s1|s2|done:a");
+    r->api->add(r, "again", f_trace, NULL);
+    run_root();
+    assert_trace("s1|s2|done:a|again|done:a");
+    trace_reset();
+    r->api->add(r, "MyError", f_fail, NULL);
+    run_root();
+    assert_trace("unhandled:MyError:info");
+    trace_reset();
+    r->api->add(r, "w", f_wait, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_run(g_fx.tool);
+    r->api->cancel(r);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("w");
+    futoin_steps_set_done(r, NULL, NULL);
+    r->api->add(r, "cleared", f_trace, NULL);
+    run_root();
+    assert_trace("w|cleared");
+    /* freed inside the callback */
+    trace_reset();
+    FutoInAsyncSteps* x = futoin_steps_new(g_fx.tool);
+    futoin_steps_set_done(x, on_done, "free");
+    x->api->add(x, "x", f_trace, NULL);
+    x->api->execute(x, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("x|done:free");
+    /* bad input */
+    futoin_steps_set_done(NULL, on_done, NULL);
+}
+
 static void execute_only_schedules(void** state)
 {
     (void)state;
@@ -665,6 +714,7 @@ int main(void)
             T(burst_limits_one_flow_turn),
             T(default_burst_is_100),
             T(external_success_schedules_not_inline),
+            T(done_callback_after_success_only),
             T(execute_only_schedules),
     };
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);

@@ -305,6 +305,8 @@ typedef struct fflow
     struct fflow* next_free;
     FutoInAsyncSteps_error_callback unhandled;
     void* unhandled_data;
+    void (*done)(FutoInAsyncSteps* root, void* data); /* futoin_steps_set_done() */
+    void* done_data;
     fstate_var* vars;
     fbuf info[2]; /* error_info, double-buffered like the codes */
     uint8_t info_idx;

@@ -601,9 +601,14 @@ static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
 static int children_done(fstrand* st, fstep* f)
 {
     switch (f->kind) {
-    case FK_ROOT:
-        flow_finish(f->flow);
+    case FK_ROOT: {
+        fflow* fl = f->flow;
+        flow_finish(fl);
+        if (fl->done) {
+            fl->done(&fl->base.iface, fl->done_data);
+        }
         return R_STOP;
+    }
     case FK_BRANCH:
         return branch_done(st);
     case FK_SYNC:
@@ -1062,6 +1067,8 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->base.parent = NULL;
     fl->unhandled = NULL;
     fl->unhandled_data = NULL;
+    fl->done = NULL;
+    fl->done_data = NULL;
     fl->flags = 0;
     fl->depth = 0;
     fl->host_queued = 0;
@@ -1360,6 +1367,17 @@ static int execute_burst(FutoInAsyncSteps* root, int inside_host_step);
 int futoin_steps_execute_burst(FutoInAsyncSteps* root)
 {
     return execute_burst(root, 0);
+}
+
+void futoin_steps_set_done(FutoInAsyncSteps* root, void (*done)(FutoInAsyncSteps* root, void* data), void* data)
+{
+    if (!futoin_steps_is_native(root) || fstep_of(root)->kind != FK_ROOT) {
+        fprintf(stderr, "futoin: InternalError: futoin_steps_set_done(): not a root of this library (ignored)\n");
+        return;
+    }
+    fflow* fl = fstep_of(root)->flow;
+    fl->done = done;
+    fl->done_data = data;
 }
 
 int futoin_steps_execute_nested(FutoInAsyncSteps* root)

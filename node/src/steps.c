@@ -498,10 +498,9 @@ static void root_end(jroot* r)
     }
 }
 
-static void tr_finish(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+static void tr_done(FutoInAsyncSteps* root, void* data)
 {
-    (void)bsi;
-    (void)args;
+    (void)root;
     root_end(data);
 }
 
@@ -1229,7 +1228,7 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     z->bsi = NULL;
     z->root = NULL;
     FutoInAsyncSteps* bsi = r->bsi;
-    bsi->api->add(bsi, r, tr_finish, NULL);
+    futoin_steps_set_done(bsi, tr_done, r);
     r->running = 1;
     r->jerr = 0; /* execute() clears _jsErr */
     r->finish = (in & JS_HOST_FINISH) != 0;

@@ -145,6 +145,11 @@ FUTOIN_API int futoin_steps_execute_burst(FutoInAsyncSteps* root);
 /* The same, also while the host runs a step it took with host_next() (the
  * JS reference runs a flow executed inside a step at once, nested). */
 FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
+/* `done(root, data)` runs right after the last step of each run of root's
+ * flow that completes (not on an unhandled error, nor on cancel); it may
+ * free root. NULL clears it. Saves a last step that only reports the end. */
+FUTOIN_API void futoin_steps_set_done(FutoInAsyncSteps* root, void (*done)(FutoInAsyncSteps* root, void* data),
+                                      void* data);
 
 /* Steps run by the host. A script runtime for which calling in is costly
  * names its execute callback here; plain steps with that callback are then
