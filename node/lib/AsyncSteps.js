@@ -57,7 +57,9 @@ const queue = reg.queue;
 // and its root
 let CUR = -1;
 let CUR_ROOT = null;
-let CUR_AS = null; // the interface of step CUR
+// the step whose callback cancelled its own flow: out of service from then
+// on, as in futoin-asyncsteps (a number: no write barrier per step)
+let CANCELLED_H = -1;
 
 const STALE = 'InternalError: Unexpected call, object is out of service';
 
@@ -65,9 +67,7 @@ const STALE = 'InternalError: Unexpected call, object is out of service';
  * the same sequence is out of bounds (parallel branches are sequences of
  * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
-    if (asp._h !== CUR && !isLive(asp._h)) {
-        throw new Error(STALE); // its step ended
-    }
+    checkActive(asp._h);
     if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && CUR_ROOT === asp._root && CUR_ROOT !== null &&
         N.rootId(asp._h) === N.rootId(CUR)) {
         const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)');
@@ -159,7 +159,7 @@ const deferRaise = (root, e, kind, code, info) => {
 
 /* a call on the interface of a step that ended throws, state untouched */
 const checkActive = (h) => {
-    if (h !== CUR && !isLive(h)) {
+    if (h !== CUR ? !isLive(h) : h === CANCELLED_H) {
         throw new Error(STALE);
     }
 };
@@ -344,7 +344,7 @@ class AsyncStepProtector {
     /* the flow's state while the step runs or waits, null once it ended
      * (its handle freed, or success() called), as futoin-asyncsteps' _cleanup() */
     get state() {
-        return isLive(this._h) && (this._f & F_DONE) === 0 ? this._root.state : null;
+        return isLive(this._h) && (this._f & F_DONE) === 0 && this._h !== CANCELLED_H ? this._root.state : null;
     }
 
     set state(value) {
@@ -417,7 +417,7 @@ class AsyncStepProtector {
         if (typeof oncancel !== 'function') {
             throw new TypeError('setCancel() expects a function');
         }
-        if (this._h !== CUR && !isLive(this._h)) {
+        if (this._h !== CUR ? !isLive(this._h) : this._h === CANCELLED_H) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         }
         const k = register(oncancel, undefined);
@@ -432,7 +432,9 @@ class AsyncStepProtector {
 
     waitExternal() {
         if (this._h === CUR) {
-            queue(CUR, OP_WAIT, 0, 0);
+            if (this._h !== CANCELLED_H) {
+                queue(CUR, OP_WAIT, 0, 0);
+            }
         } else if (!isLive(this._h)) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         } else {
@@ -755,10 +757,8 @@ class AsyncSteps {
 
     cancel() {
         if (this._h !== undefined) {
-            if (CUR_ROOT === this && CUR_AS !== null) {
-                // inside a step of this flow: that step ends now, as in futoin-asyncsteps
-                CUR_AS._f |= F_DONE;
-                CUR_AS._h = DEAD_H;
+            if (CUR_ROOT === this) {
+                CANCELLED_H = CUR; // inside a step of this flow: that step ends now
             }
             N.cancel(this._h);
         }
@@ -974,28 +974,27 @@ const rootOf = (r) => (typeof r === 'number' ? ROOTS[r] : r);
 const invoke = (root, as, fn, n, a0, a1, a2, a3) => {
     const prev = CUR;
     const prevRoot = CUR_ROOT;
-    const prevAs = CUR_AS;
     CUR = as._h;
     CUR_ROOT = root;
-    CUR_AS = as;
     try {
         call(as, fn, n, a0, a1, a2, a3);
     } catch (e) {
-        thrown(root, as, e, prev, prevRoot, prevAs);
+        thrown(root, as, e, prev, prevRoot);
         return 1;
+    }
+    if (CANCELLED_H === CUR) {
+        CANCELLED_H = -1; // its handle goes with the flow
     }
     CUR = prev;
     CUR_ROOT = prevRoot;
-    CUR_AS = prevAs;
     return 0;
 };
 
 /* the callback of step `as` threw e: back to the step that ran before,
  * then e becomes the flow's error */
-const thrown = (root, as, e, prev, prevRoot, prevAs) => {
+const thrown = (root, as, e, prev, prevRoot) => {
     CUR = prev;
     CUR_ROOT = prevRoot;
-    CUR_AS = prevAs;
     onThrow(root, as, e);
 };
 
@@ -1137,7 +1136,6 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     // every step of the batch is step h of root (invoke() for all of them)
     const prev = CUR;
     const prevRoot = CUR_ROOT;
-    const prevAs = CUR_AS;
     CUR = h;
     CUR_ROOT = root;
     let merged = 0;
@@ -1145,11 +1143,10 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     for (;;) {
         const fn = fns[i];
         as = stepStarts(root, h, fn, MODE_STEP);
-        CUR_AS = as;
         try {
             call(as, fn, n, a0, a1, a2, a3);
         } catch (e) {
-            thrown(root, as, e, prev, prevRoot, prevAs);
+            thrown(root, as, e, prev, prevRoot);
             BATCH = i - at + merged; // set after the callbacks: they may run batches too
             return F_DONE | F_BATCH; // the rest goes with the error
         }
@@ -1162,7 +1159,6 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
                 mergedDrop(mark, false);
                 CUR = prev;
                 CUR_ROOT = prevRoot;
-                CUR_AS = prevAs;
                 BATCH = i - 1 - at + merged;
                 return F_DONE | F_BATCH;
             }
@@ -1216,7 +1212,9 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     }
     CUR = prev;
     CUR_ROOT = prevRoot;
-    CUR_AS = prevAs;
+    if (CANCELLED_H === h) {
+        CANCELLED_H = -1;
+    }
     BATCH = i - 1 - at + merged;
     if (i < fns.length) {
         // the rest goes right after this step (queued steps go in front)
@@ -1238,8 +1236,9 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
 
 const onThrow = (root, as, e) => {
     as._f |= F_DONE;
-    if (!isLive(as._h)) {
+    if (as._h === CANCELLED_H || !isLive(as._h)) {
         // its flow was cancelled meanwhile: nothing handles it, as in futoin-asyncsteps
+        CANCELLED_H = -1;
         if (e !== root._raised) {
             root.state.last_exception = e;
         }
