@@ -623,6 +623,33 @@ static void host_repeat_of_a_million_is_bounded_by_bursts(void** state)
     assert_true(turns >= 1000000 / 100); /* a burst per turn, never all at once */
 }
 
+/* a loop body the host takes has the burst's budget too: what it spends
+ * (sub-steps it ran itself) shortens the burst; it has no follow() */
+static void host_loop_body_spends_burst(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_loops(g_fx.tool, f_host_loop, f_host_repeat);
+    futoin_tool_set_burst(g_fx.tool, 10);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->repeat(r, "rep", 100, f_host_repeat, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    size_t taken = 0;
+    FutoInAsyncSteps* bsi;
+    while ((bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL))) {
+        if (taken++ == 0) {
+            assert_int_equal(futoin_tool_host_budget(bsi), 8); /* the repeat and this body ran */
+            futoin_tool_host_spend(bsi, 5);
+            assert_int_equal(futoin_tool_host_budget(bsi), 3);
+            assert_null(futoin_tool_host_follow(bsi));
+        }
+        futoin_tool_host_done(bsi);
+    }
+    assert_int_equal(taken, 4); /* 1 + the 3 left of the burst of 10 */
+    r->api->cancel(r);
+    futoin_tool_set_burst(g_fx.tool, 100);
+}
+
 /* ---- error handlers run by the host (futoin_tool_set_host_error) ---- */
 
 static void eh_host(FutoInAsyncSteps* bsi, void* data, const char* code)
@@ -704,6 +731,7 @@ int main(void)
             T(host_step_cancelling_its_flow_ends_it_at_done),
             T(host_bodies_run_in_order_with_substeps_and_break),
             T(host_repeat_of_a_million_is_bounded_by_bursts),
+            T(host_loop_body_spends_burst),
             T(host_error_handlers_recover_add_raise_and_pass_on),
             T(million_iterations_constant_stack),
             T(million_loop_iterations_with_substeps),

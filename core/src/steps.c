@@ -1180,13 +1180,15 @@ const char* futoin_tool_host_error(FutoInAsyncSteps* bsi)
 }
 
 /* the plain step bsi the host took and runs now, else NULL */
-static fstep* host_plain_step(FutoInAsyncSteps* bsi)
+/* a step the host runs now: a plain step (`plain`), or a loop body too */
+static fstep* host_running_step(FutoInAsyncSteps* bsi, int plain)
 {
     if (!futoin_steps_is_native(bsi)) {
         return NULL;
     }
     fstep* c = fstep_of(bsi);
-    if (!c->strand || c->strand->top != c || c->state != FS_EXEC || c->kind != FK_STEP) {
+    if (!c->strand || c->strand->top != c || c->state != FS_EXEC
+            || !(c->kind == FK_STEP || (!plain && (c->kind == FK_LOOP_BODY || c->kind == FK_REPEAT_BODY)))) {
         return NULL;
     }
     return c;
@@ -1194,13 +1196,13 @@ static fstep* host_plain_step(FutoInAsyncSteps* bsi)
 
 uint32_t futoin_tool_host_budget(FutoInAsyncSteps* bsi)
 {
-    fstep* c = host_plain_step(bsi);
+    fstep* c = host_running_step(bsi, 0);
     return c ? c->strand->host_budget : 0;
 }
 
 void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps)
 {
-    fstep* c = host_plain_step(bsi);
+    fstep* c = host_running_step(bsi, 0);
     if (c) {
         fstrand* st = c->strand;
         st->host_budget = steps < st->host_budget ? st->host_budget - steps : 0;
@@ -1209,7 +1211,7 @@ void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps)
 
 void* futoin_tool_host_follow(FutoInAsyncSteps* bsi)
 {
-    fstep* c = host_plain_step(bsi);
+    fstep* c = host_running_step(bsi, 1);
     fstep* p = c ? c->parent : NULL;
     if (!p) {
         return NULL;

@@ -1027,8 +1027,10 @@ const onStep = (r, h, code, a0, a1, a2, a3, room) => {
     if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
         return F_DONE;
     }
-    if (as._f === F_ADDED && room !== undefined && (code & 24) === MODE_STEP) {
-        const last = mergeInner(root, as, h, Math.min(room, reg.SH[SH_BUDGET]), touch, false);
+    if (as._f === F_ADDED && room !== undefined) {
+        // a step, or a loop body (room alone: C spends what it can of it)
+        const left = (code & 24) === MODE_STEP ? Math.min(room, reg.SH[SH_BUDGET]) : room;
+        const last = mergeInner(root, as, h, left, touch, false);
         if (MERGED !== 0) {
             BATCH = MERGED;
             return (last === null ? F_DONE : stepFlags(root, last, h)) | F_BATCH;

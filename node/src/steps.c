@@ -951,7 +951,8 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
      * (no release through the frame's cleanup and the freed list) */
     e->sh[SH_K_OWN] = mode == FUTOIN_HOST_STEP && f->no_eh;
     if (mode == FUTOIN_HOST_STEP) {
-        /* for a batch, or sub-steps JS runs as part of it (mergeInner) */
+        /* for a batch, or sub-steps JS runs as part of it (mergeInner; a
+         * loop body, hot, goes by JS's own count of the burst) */
         e->sh[SH_BUDGET] = (int32_t)futoin_tool_host_budget(bsi);
         if (f->no_eh) {
             f->k = JK_NONE;

@@ -234,3 +234,59 @@ test('long chains of sub-steps run in bursts that let other flows in', T, async 
     });
 });
 
+
+test('loop bodies that add one sub-step: order, break, continue, labels', T, async () => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => {
+        as.repeat(3, (as, i) => as.add((as) => trace.push(`r${i}`)));
+    });
+    root.add((as) => {
+        let n = 0;
+        as.loop((as) => as.add((as) => {
+            if (++n === 3) {
+                as.break();
+            }
+            trace.push(`l${n}`);
+        }));
+    });
+    root.add((as) => {
+        as.repeat(3, (as, i) => as.add((as) => {
+            if (i === 1) {
+                as.continue();
+            }
+            trace.push(`c${i}`);
+        }));
+    });
+    root.add((as) => {
+        as.loop((as) => {
+            as.repeat(5, (as, i) => as.add((as) => {
+                if (i === 2) {
+                    as.break('outer');
+                }
+                trace.push(`o${i}`);
+            }));
+        }, 'outer');
+    });
+    root.add((as) => {
+        as.forEach(['a', 'b'], (as, k, v) => as.add((as) => trace.push(`f${k}${v}`)));
+    });
+    root.add((as) => trace.push('end'));
+    await root.promise();
+    assert.deepStrictEqual(trace, ['r0', 'r1', 'r2', 'l1', 'l2', 'c0', 'c2', 'o0', 'o1', 'f0a', 'f1b', 'end']);
+});
+
+test('an error in a loop body\'s sub-step ends the loop at its handler', T, async () => {
+    const trace = [];
+    const r = await runFlow((as) => {
+        as.repeat(5, (as, i) => as.add((as) => {
+            trace.push(i);
+            if (i === 2) {
+                as.error('Stop', 'at 2');
+            }
+        }));
+    });
+    assert.strictEqual(r.err, 'Stop');
+    assert.strictEqual(r.info, 'at 2');
+    assert.deepStrictEqual(trace, [0, 1, 2]);
+});

@@ -212,9 +212,9 @@ FUTOIN_API void* futoin_tool_host_add(FutoInAsyncSteps* bsi, FutoInAsyncSteps_er
 
 /* A host may run several plain steps of its own as one host step (a batch
  * the engine knows as one step). host_budget(): the steps the strand of the
- * taken step bsi may still run in this burst; host_spend(): the host ran
- * `steps` more as part of bsi, so they use up the burst as engine steps
- * would. host_follow(): a step with bsi's execute callback, no error
+ * taken step or loop body bsi may still run in this burst; host_spend(): the
+ * host ran `steps` more as part of bsi, so they use up the burst as engine
+ * steps would. host_follow(): a step with bsi's execute callback, no error
  * handler, queued right after bsi (the rest of the batch when one of its
  * steps did more than complete), with data of its own as host_add() gives.
  * Returns the data, NULL (nothing queued) when bsi is not a plain step
