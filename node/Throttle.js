@@ -6,6 +6,7 @@
  */
 
 const { NativeSync, N, onTestTool, queueLimit, positive } = require('./lib/syncobj');
+const reg = require('./lib/registry');
 
 class Throttle extends NativeSync {
     constructor(max, period_ms = 1e3, max_queue = null) {
@@ -14,6 +15,9 @@ class Throttle extends NativeSync {
         }
         super(N.throttleNew(onTestTool(), positive(max, 'max'), positive(period_ms, 'period_ms'),
             queueLimit(max_queue)));
+        if (this._sid !== 0) {
+            reg.THROTTLES[this._sid] = true; // nothing to unlock: mergeInner may enter it at once
+        }
         this._max = max;
         this._period_ms = period_ms;
         this._max_queue = max_queue;

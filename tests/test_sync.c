@@ -685,6 +685,32 @@ static void throttle_idle_does_not_keep_run_alive(void** state)
     futoin_sync_free(t);
 }
 
+/* try_enter(): an entry counted now, as lock() without waiting would;
+ * never past max, never ahead of a waiting flow; only a Throttle */
+static void throttle_try_enter_counts_like_lock(void** state)
+{
+    (void)state;
+    FutoInSync* t = futoin_throttle_new(g_fx.tool, 2, 100, FUTOIN_UNLIMITED);
+    flows_init(t, 0);
+    assert_int_equal(futoin_throttle_try_enter(t), 1);
+    assert_int_equal(futoin_sync_timer_pending(t), 1); /* the period counts */
+    assert_int_equal(futoin_throttle_try_enter(t), 1);
+    assert_int_equal(futoin_throttle_try_enter(t), 0); /* full */
+    flow_start(&g_flows[0]);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(g_flows[0].entered, 0); /* waits for the next period */
+    run_all();
+    assert_int_equal(g_flows[0].entered, 1);
+    assert_int_equal(g_flows[0].enter_t, 100);
+    assert_int_equal(futoin_throttle_try_enter(t), 1); /* a new period */
+    flows_free();
+    futoin_sync_free(t);
+    FutoInSync* m = futoin_mutex_new(g_fx.tool, 1, 0);
+    assert_int_equal(futoin_throttle_try_enter(m), 0);
+    futoin_sync_free(m);
+    assert_int_equal(futoin_throttle_try_enter(NULL), 0);
+}
+
 /* the period timer runs only while a period counts entries */
 static void throttle_timer_pending_while_a_period_counts(void** state)
 {
@@ -1075,6 +1101,7 @@ int main(void)
             T(throttle_cancel_waiting),
             T(throttle_idle_does_not_keep_run_alive),
             T(throttle_timer_pending_while_a_period_counts),
+            T(throttle_try_enter_counts_like_lock),
             T(limiter_options_and_concurrency),
             T(limiter_rate),
             T(limiter_mutex_queue_limit),

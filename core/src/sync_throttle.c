@@ -86,6 +86,11 @@ int fthrottle_try(fthrottle* t)
     return 0;
 }
 
+int futoin_throttle_try_enter(FutoInSync* sync)
+{
+    return sync && sync->api == &fthrottle_api && fthrottle_try((fthrottle*)sync);
+}
+
 void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 {
     fthrottle* t = (fthrottle*)sync;

@@ -45,7 +45,7 @@ const OP_BATCH = 2; // OP_ADD, OP_FOLLOW: a batch (src/addon.h)
 const DEAD_H = -1; // the handle of a batch's step that ended: never live
 
 const { FNS, FREE, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
-const { SH_OPS, SH_OPS_N, SH_NUM_N, OP_SUCCESS, OP_FOLLOW } = reg;
+const { SH_OPS, SH_OPS_N, SH_NUM_N, OP_SUCCESS, OP_FOLLOW, OP_SYNC, THROTTLES } = reg;
 const allocK = reg.allocK;
 const SLOT_MASK = SLOT - 1;
 let LIVE = null; // reg.LIVE, once init() ran
@@ -1046,7 +1046,8 @@ const MERGED_AS = []; // interfaces of steps done by way of merged sub-steps (ru
  * onerror and done nothing else: that sub-step is the next and last to run
  * under h, and h completes as it does. It runs now as part of h (its calls
  * go to h, which has the same error handler above it), one engine step less;
- * again while the sub-step does the same. Not when a native call touched a
+ * again while the sub-step does the same. So does the section of a sync()
+ * on a Throttle that lets the flow in now: a Throttle has nothing to unlock. Not when a native call touched a
  * flow meanwhile (`touch`: SH_TOUCH before the callback), nor past `left`,
  * the steps the burst allows. Returns the interface of the last step run
  * (its _f tells what h did), null if it threw (the flow's error then);
@@ -1056,8 +1057,18 @@ const mergeInner = (root, as, h, left, touch, inBatch) => {
     const SH = reg.SH;
     let merged = 0;
     while (merged < left && as._f === F_ADDED && as._next === null && SH[SH_OPS_N] === 6 &&
-        SH[SH_OPS + 3] === OP_ADD && SH[SH_OPS + 5] === 0 && reg.target === h && SH[SH_TOUCH] === touch) {
-        const k = SH[SH_OPS + 4];
+        reg.target === h && SH[SH_TOUCH] === touch) {
+        const op = SH[SH_OPS + 3];
+        let k = SH[SH_OPS + 4];
+        if (op === OP_SYNC) {
+            const b = SH[SH_OPS + 5]; // k | has onerror
+            if ((b & 1) !== 0 || THROTTLES[k] !== true || !N.throttleEnter(k)) {
+                break; // the engine's sync step takes it (and may wait)
+            }
+            k = b;
+        } else if (op !== OP_ADD || SH[SH_OPS + 5] !== 0) {
+            break;
+        }
         const fn = FNS[k];
         if (typeof fn !== 'function') {
             break;

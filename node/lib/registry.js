@@ -29,6 +29,8 @@ const FNS = [undefined, undefined];
 const FREE = [];
 const ROOTS = []; // running roots by slot
 const reg = { FNS, FREE, ROOTS, SH: null, target: -1 };
+// by sync id (OP_SYNC): whether that sync object is a Throttle
+reg.THROTTLES = [];
 
 const drainFreed = () => {
     const SH = reg.SH;
@@ -155,6 +157,7 @@ reg.OP_PADD = 4;
 reg.OP_WAIT = 5;
 reg.OP_TIMEOUT = 6;
 reg.OP_CANCEL = 7;
+reg.OP_SYNC = 9;
 reg.OP_FOLLOW = 10;
 
 module.exports = reg;

@@ -9,7 +9,7 @@ const reg = require('./registry');
 const ISync = require('../ISync');
 const { checkFunc, checkOnError } = require('./common');
 
-const OP_SYNC = 9;
+const OP_SYNC = reg.OP_SYNC;
 
 class NativeSync extends ISync {
     /* `s` is the external FutoInSync of the core */
@@ -17,6 +17,7 @@ class NativeSync extends ISync {
         super();
         this._s = s;
         this._sid = reg.SH[3]; // SH_RET: its id for queued syncs (0: none)
+        reg.THROTTLES[this._sid] = false; // a Throttle says otherwise
     }
 
     sync(as, step, onerror) {

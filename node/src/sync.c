@@ -208,6 +208,20 @@ static napi_value n_sync_timer(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* throttleEnter(id) -> whether the Throttle of sync id counted an entry now
+ * (lib/AsyncSteps.js mergeInner: its section then runs as a plain sub-step);
+ * changes no flow: no flush of queued operations */
+static napi_value n_throttle_enter(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], out;
+    uint32_t id = 0;
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    napi_get_value_uint32(env, argv[0], &id);
+    NAPI_OK(napi_get_boolean(env, futoin_throttle_try_enter(js_sync_by_id(tl_env, id)) != 0, &out));
+    return out;
+}
+
 FutoInSync* js_sync_of(napi_env env, napi_value v)
 {
     napi_valuetype t;
@@ -235,6 +249,9 @@ napi_status js_sync_register(napi_env env, napi_value exports)
     }
     if (st == napi_ok) {
         st = js_set_fn(env, exports, "syncTimer", n_sync_timer);
+    }
+    if (st == napi_ok) {
+        st = js_set_fn(env, exports, "throttleEnter", n_throttle_enter);
     }
     return st;
 }

@@ -354,3 +354,38 @@ if (isPolyglot) {
         });
     });
 }
+
+test('Throttle: a step whose only call is sync() enters at once while the period has room', T, async () => {
+    const th = new Throttle(3, 20);
+    const trace = [];
+    const root = $as();
+    root.repeat(7, (as, i) => {
+        as.sync(th, (as) => {
+            trace.push(i);
+        });
+    });
+    root.add((as) => trace.push('end'));
+    const end = root.promise();
+    assert.deepStrictEqual(trace, [0, 1, 2], 'the first period lets three in, in execute()');
+    await end;
+    assert.deepStrictEqual(trace, [0, 1, 2, 3, 4, 5, 6, 'end']);
+});
+
+test('Throttle: sync() then a throw in the same step takes no entry', T, async () => {
+    const th = new Throttle(1, 1000);
+    const r = await runFlow((as) => {
+        as.sync(th, (as) => {});
+        throw new Error('After');
+    });
+    assert.strictEqual(r.err, 'After');
+    const trace = [];
+    const root = $as();
+    root.add((as) => as.sync(th, (as) => trace.push('in')));
+    root.execute();
+    assert.deepStrictEqual(trace, ['in'], 'the entry of this period is still free');
+    const root2 = $as();
+    root2.add((as) => as.sync(th, (as) => trace.push('next period')));
+    root2.execute();
+    assert.deepStrictEqual(trace, ['in'], 'the next one waits for the next period');
+    root2.cancel();
+});

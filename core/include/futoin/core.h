@@ -242,6 +242,12 @@ FUTOIN_API void futoin_sync_free(FutoInSync* sync);
 /* 1 while the period timer of a Throttle (or of a Limiter's rate) runs: an
  * entry was counted in this period or a flow waits; 0 when it is idle. */
 FUTOIN_API int futoin_sync_timer_pending(const FutoInSync* sync);
+/* A Throttle counts an entry now if its lock() would let the caller in at
+ * once (room in this period, nobody waiting): 1. A Throttle has nothing to
+ * unlock, so a host that got 1 may run the protected step as a plain
+ * sub-step. 0: it would wait, or `sync` is not a Throttle of this library
+ * (use sync/addSync as usual). */
+FUTOIN_API int futoin_throttle_try_enter(FutoInSync* sync);
 
 #ifdef __cplusplus
 } /* extern "C" */
