@@ -1034,9 +1034,6 @@ static napi_value n_host_next(napi_env env, napi_callback_info info)
     return NULL;
 }
 
-/* hostDone(): the step SH_H ran and did SH_HOST_IN's JS_F_* (with
- * JS_HOST_TEST, JS_HOST_TAKE); the engine goes on with its flow at once and,
- * with JS_HOST_TAKE, the code of the next JS step comes back in SH_HOST_OUT */
 /* work of the real scheduler other than the flow JS just ran is ready now
  * (a flow it let into a Mutex): JS runs a turn for it (SH_MORE) */
 static int32_t other_ready(jsenv* e, FutoInAsyncTool* t)
@@ -1044,6 +1041,9 @@ static int32_t other_ready(jsenv* e, FutoInAsyncTool* t)
     return t == e->tool && (futoin_tool_host_pending(t) || futoin_tool_next_delay(t) == 0);
 }
 
+/* hostDone(): the step SH_H ran and did SH_HOST_IN's JS_F_* (with
+ * JS_HOST_TEST, JS_HOST_TAKE); the engine goes on with its flow at once and,
+ * with JS_HOST_TAKE, the code of the next JS step comes back in SH_HOST_OUT */
 static napi_value n_host_done(napi_env env, napi_callback_info info)
 {
     (void)env;
@@ -1100,11 +1100,7 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
     return NULL;
 }
 
-/* flowNow(h) -> whether it ran: the flow of root h goes on now, alone, when
- * it is ready (an error() from outside under AsyncToolTest runs its
- * handlers inside the call, as futoin-asyncsteps does); not inside the
- * scheduler's own callbacks. Its first JS step comes back in SH_HOST_OUT as
- * from execute() with JS_HOST_NESTED */
+/* root r's flow goes on now, alone; its first JS step in SH_HOST_OUT */
 static int flow_now(jsenv* e, jroot* r)
 {
     FutoInAsyncTool* tool = r->tool;
@@ -1117,6 +1113,11 @@ static int flow_now(jsenv* e, jroot* r)
     return ran;
 }
 
+/* flowNow(h) -> whether it ran: the flow of root h goes on now, alone, when
+ * it is ready (an error() from outside under AsyncToolTest runs its
+ * handlers inside the call, as futoin-asyncsteps does); not inside the
+ * scheduler's own callbacks. Its first JS step comes back in SH_HOST_OUT as
+ * from execute() with JS_HOST_NESTED */
 static napi_value n_flow_now(napi_env env, napi_callback_info info)
 {
     GET_ARGS(1);
