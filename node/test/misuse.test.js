@@ -256,52 +256,56 @@ test('root.cancel() inside a step puts that step\'s interface out of service', T
         parallel: (as) => as.parallel(),
     };
     const trace = [];
-    for (const [name, call] of Object.entries(calls)) {
-        const root = $as();
-        root.add((as) => {
-            root.cancel();
-            trace.push(`${name}:${as.state}`);
-            try {
-                call(as);
-                trace.push(`${name}: no throw`);
-            } catch (e) {
-                assert.strictEqual(e.message, STALE_MSG, name);
-            }
-            as.waitExternal();
-            as.setCancel(() => trace.push('cancel handler'));
-        }, (as, err) => trace.push(`handler ${err}`));
-        root.add((as) => trace.push('next step'));
-        root.execute();
-        assert.strictEqual(root.state.error_info, undefined, name);
-        assert.strictEqual(root.state.last_exception, undefined, name);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await onTestTool((AT) => {
+        for (const [name, call] of Object.entries(calls)) {
+            const root = $as();
+            root.add((as) => {
+                root.cancel();
+                trace.push(`${name}:${as.state}`);
+                try {
+                    call(as);
+                    trace.push(`${name}: no throw`);
+                } catch (e) {
+                    assert.strictEqual(e.message, STALE_MSG, name);
+                }
+                as.waitExternal();
+                as.setCancel(() => trace.push('cancel handler'));
+            }, (as, err) => trace.push(`handler ${err}`));
+            root.add((as) => trace.push('next step'));
+            root.execute();
+            assert.strictEqual(root.state.error_info, undefined, name);
+            assert.strictEqual(root.state.last_exception, undefined, name);
+        }
+        AT.run(); // every event of the flows, in virtual time
+    });
     assert.deepStrictEqual(trace, Object.keys(calls).map((name) => `${name}:null`));
 });
 
 test('what a step throws after root.cancel() inside it ends nowhere but in last_exception', T, async () => {
-    const boom = new Error('after cancel');
     const trace = [];
-    const root = $as();
-    root.add((as) => {
-        root.cancel();
-        throw boom;
-    }, (as, err) => trace.push(`handler ${err}`));
-    root.add((as) => trace.push('next step'));
-    root.execute(); // does not throw
-    assert.strictEqual(root.state.last_exception, boom);
-    assert.strictEqual(root.state.error_info, undefined);
+    await onTestTool((AT) => {
+        const boom = new Error('after cancel');
+        const root = $as();
+        root.add((as) => {
+            root.cancel();
+            throw boom;
+        }, (as, err) => trace.push(`handler ${err}`));
+        root.add((as) => trace.push('next step'));
+        root.execute(); // does not throw
+        assert.strictEqual(root.state.last_exception, boom);
+        assert.strictEqual(root.state.error_info, undefined);
 
-    const root2 = $as();
-    root2.add((as) => {
-        as.add((as) => {
-            root2.cancel();
-            as.error('Late', 'late info'); // out of service: throws
-        });
-    }, (as, err) => trace.push(`handler ${err}`));
-    root2.execute();
-    assert.strictEqual(root2.state.last_exception.message, STALE_MSG);
-    assert.strictEqual(root2.state.error_info, undefined);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+        const root2 = $as();
+        root2.add((as) => {
+            as.add((as) => {
+                root2.cancel();
+                as.error('Late', 'late info'); // out of service: throws
+            });
+        }, (as, err) => trace.push(`handler ${err}`));
+        root2.execute();
+        assert.strictEqual(root2.state.last_exception.message, STALE_MSG);
+        assert.strictEqual(root2.state.error_info, undefined);
+        AT.run(); // every event of the flows, in virtual time
+    });
     assert.deepStrictEqual(trace, []);
 });

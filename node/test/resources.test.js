@@ -119,7 +119,8 @@ test('step interfaces are not kept once their flow ended', () => {
             }));
             flows.push(root.promise());
         }
-        Promise.all(flows).then(() => new Promise((resolve) => setTimeout(resolve, 10))).then(() => {
+        // the flows ended; their last C cleanup runs on the loop turn after
+        Promise.all(flows).then(() => new Promise((resolve) => setImmediate(resolve))).then(() => {
             global.gc();
             const alive = refs.filter((r) => r.deref() !== undefined).length;
             console.log(JSON.stringify({ refs: refs.length, alive }));
