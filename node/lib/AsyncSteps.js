@@ -33,6 +33,7 @@ const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/a
 const HOST_TAKE = 16;
 const HOST_FINISH = 32;
 const HOST_NESTED = 64;
+const HOST_MORE = 512; // hostDone, nested: tell in SH_MORE whether other work is ready (await only)
 const CODE_SAME = 1; // low bits of an error handler's code: the error is root._jsErr
 const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_CODE_NUM1)
 const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
@@ -246,13 +247,20 @@ const awaitFailed = (root, as, reason) => {
     }
 };
 
-/* the flow of root goes on alone (awaited(), flowNow() ran it); then
- * whatever it made ready meanwhile (a flow it let into a Mutex) */
-const goneOn = (root) => {
-    runAlone(root._test);
-    if (reg.SH[SH_MORE] !== 0) {
-        N.runNow();
+/* a settled await(): the flow of root goes on alone if awaited() or
+ * flowNow() ran it (`ran`), then whatever it made ready meanwhile (a flow it
+ * let into a Mutex); else a scheduler turn runs it (virtual time: the next
+ * test event) */
+const goOn = (root, ran) => {
+    if (ran) {
+        runAlone(root._test, HOST_MORE);
+        if (reg.SH[SH_MORE] === 0) {
+            return;
+        }
+    } else if (root._test) {
+        return;
     }
+    N.runNow();
 };
 
 const awaitImpl = (asi, root, promise, onerror) => {
@@ -265,15 +273,10 @@ const awaitImpl = (asi, root, promise, onerror) => {
     promise.then(
         (result) => {
             if (step_as) {
-                if (!isLive(step_as._h)) {
-                    // gone (cancelled)
-                } else if (N.awaited(step_as._h, result)) {
+                if (isLive(step_as._h)) {
                     // the flow goes on in this promise reaction, as in
-                    // futoin-asyncsteps, not a loop turn (or test event)
-                    // later: alone when it can
-                    goneOn(root);
-                } else if (!root._test) {
-                    N.runNow();
+                    // futoin-asyncsteps, not a loop turn (or test event) later
+                    goOn(root, N.awaited(step_as._h, result));
                 }
             } else if (step_as === undefined) {
                 complete = (as) => {
@@ -286,11 +289,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
                 if (isLive(step_as._h)) {
                     awaitFailed(root, step_as, reason);
                     // its handlers run now, as for a result
-                    if (!root._foreign && root._h !== undefined && N.flowNow(root._h)) {
-                        goneOn(root);
-                    } else if (!root._test) {
-                        N.runNow();
-                    }
+                    goOn(root, !root._foreign && root._h !== undefined && N.flowNow(root._h));
                 }
             } else if (step_as === undefined) {
                 step_as = null;
@@ -1422,16 +1421,16 @@ const runHost = (testBit, nested) => {
 
 /* the steps of one flow, the first one's code in SH[9] (execute(),
  * flowNow()), nested in a drain that runs or as a drain of its own */
-const runAlone = (test) => {
+const runAlone = (test, more = 0) => {
     const which = test ? 1 : 0;
     const testBit = test ? HOST_TEST : 0;
     if (draining[which]) {
-        runHost(testBit, HOST_NESTED);
+        runHost(testBit, HOST_NESTED | more);
         return;
     }
     draining[which] = true;
     try {
-        runHost(testBit, HOST_NESTED);
+        runHost(testBit, HOST_NESTED | more);
     } finally {
         draining[which] = false;
     }

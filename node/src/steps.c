@@ -118,7 +118,7 @@ static void slot_cleanup(void* p)
 static void keep_slot(jsenv* e, FutoInAsyncSteps* bsi, uint32_t s)
 {
     jfrag* f = e->slots[s].frag;
-    if (f && f->own && !f->kept && e->slots[s].bsi == bsi) {
+    if (f && f->own && !f->kept) {
         f->kept = s; /* in the step's own data: no allocation */
         f->kept_gen = e->slots[s].gen;
         return;
@@ -1089,7 +1089,9 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
     if (flags & JS_HOST_NESTED) {
         e->sh[SH_HOST_OUT] = only ? host_take_live(e, t, only, only_slot, only_gen) : 0;
         if (!e->sh[SH_HOST_OUT]) {
-            e->sh[SH_MORE] = other_ready(e, t);
+            if (flags & JS_HOST_MORE) {
+                e->sh[SH_MORE] = other_ready(e, t);
+            }
             if (t == e->tool && futoin_tool_host_pending(t)) {
                 jd_arm_ready(e); /* other flows' steps: on a turn of their own */
             }

@@ -179,7 +179,9 @@ const microtasks = async () => {
     }
 };
 
-test('a settled await() goes on in the promise reaction, not a loop turn later', T, async () => {
+/* two flows awaiting: one a result, one a rejection with `reason`, both
+ * settled after execute(); `between`: after execute(), before settling */
+const settleBoth = async (reason, between) => {
     const trace = [];
     const ok = deferred();
     const bad = deferred();
@@ -190,28 +192,21 @@ test('a settled await() goes on in the promise reaction, not a loop turn later',
     b.add((as) => as.await(bad.promise), (as, err) => trace.push(`handled ${err}`));
     a.execute();
     b.execute();
+    between();
     ok.resolve(1);
-    bad.reject('Bad');
+    bad.reject(reason);
     await microtasks();
+    return trace;
+};
+
+test('a settled await() goes on in the promise reaction, not a loop turn later', T, async () => {
+    const trace = await settleBoth('Bad', () => {});
     assert.deepStrictEqual(trace, ['got 1', 'handled Bad']);
 });
 
 test('under AsyncToolTest a settled await() goes on without an event too', T, async () => {
     await onTestTool(async (AT) => {
-        const trace = [];
-        const ok = deferred();
-        const bad = deferred();
-        const a = $as();
-        a.add((as) => as.await(ok.promise))
-            .add((as, v) => trace.push(`got ${v}`));
-        const b = $as();
-        b.add((as) => as.await(bad.promise), (as, err) => trace.push(`handled ${err}`));
-        a.execute();
-        b.execute();
-        AT.run();
-        ok.resolve(1);
-        bad.reject(new Error('Bad'));
-        await microtasks();
+        const trace = await settleBoth(new Error('Bad'), () => AT.run());
         assert.deepStrictEqual(trace, ['got 1', 'handled PromiseReject']);
         assert.strictEqual(AT.hasEvents(), false);
     });
