@@ -658,6 +658,32 @@ static char* host_add_str(FutoInAsyncSteps* bsi, const char* str)
     return data;
 }
 
+/* is_top(): the innermost step of its sequence, not one whose sub-steps run */
+static void is_top_tells_the_innermost_step(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    host_add_str(r, "a");
+    assert_int_equal(futoin_steps_is_top(r), 0); /* a root */
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    FutoInAsyncSteps* a = host_next_expect("a");
+    assert_int_equal(futoin_steps_is_top(a), 1);
+    host_add_str(a, "a1");
+    futoin_tool_host_done(a);
+    FutoInAsyncSteps* a1 = host_next_expect("a1");
+    assert_int_equal(futoin_steps_is_top(a), 0); /* its sub-step runs */
+    assert_int_equal(futoin_steps_is_top(a1), 1);
+    a1->api->waitExternal(a1);
+    futoin_tool_host_done(a1);
+    assert_int_equal(futoin_steps_is_top(a1), 1); /* waits */
+    assert_int_equal(futoin_steps_is_top(a), 0);
+    r->api->cancel(r);
+    assert_int_equal(futoin_steps_is_top(NULL), 0);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* host_add(): the data is the step's own and the host's cleanup gets it
  * when the step is released: after it ran, after its sub-steps, unrun */
 static void host_add_data_lives_with_the_step(void** state)
@@ -1008,6 +1034,7 @@ int main(void)
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(host_nested_flow_runs_alone),
             T(host_add_data_lives_with_the_step),
+            T(is_top_tells_the_innermost_step),
             T(host_run_spends_burst_and_follows),
             T(cross_thread_success_with_ref),
             T(cross_thread_handle_error),

@@ -499,6 +499,15 @@ int futoin_steps_is_native(const FutoInAsyncSteps* bsi)
     return bsi && bsi->api == &ftn_steps_api && bsi != &dead_step.iface;
 }
 
+int futoin_steps_is_top(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    const fstep* s = fstep_of(bsi);
+    return s->kind != FK_ROOT && s->state != FS_FREE && s->strand && s->strand->top == s;
+}
+
 FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi)
 {
     if (!futoin_steps_is_native(bsi) || fstep_of(bsi)->state == FS_FREE) {

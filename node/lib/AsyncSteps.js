@@ -69,11 +69,16 @@ const STALE = 'InternalError: Unexpected call, object is out of service';
  * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
     checkActive(asp._h);
-    if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && CUR_ROOT === asp._root && CUR_ROOT !== null &&
-        N.rootId(asp._h) === N.rootId(CUR)) {
-        const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)');
-        deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
-        throw e;
+    if (CUR_ROOT === asp._root && CUR_ROOT !== null) {
+        if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && N.rootId(asp._h) === N.rootId(CUR)) {
+            const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)', true);
+            deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
+            throw e;
+        }
+    } else if ((asp._f & F_ADDED) !== 0 && asp._h !== CUR && !N.isTop(asp._h)) {
+        // from outside its flow, while its sub-steps run: the flow fails
+        // where it is, as futoin-asyncsteps' root.error() from an event
+        asp._root.error('InternalError', 'Invalid call (sanity check)');
     }
 };
 
@@ -136,11 +141,14 @@ const keepAsyncStack = (root) => {
 };
 
 /* what error(name, info) leaves in the state, as futoin-asyncsteps: the
- * Error it throws */
-const stateError = (state, name, error_info) => {
+ * Error it throws (last_exception only when raised at once, from outside a
+ * callback; inside one it is set when the Error leaves the callback) */
+const stateError = (state, name, error_info, deferred) => {
     state.error_info = error_info;
     const e = new Error(name);
-    state.last_exception = e;
+    if (!deferred) {
+        state.last_exception = e;
+    }
     return e;
 };
 
@@ -171,7 +179,7 @@ const infoArg = (error_info) => (error_info === undefined || error_info === null
  * futoin-asyncsteps does; from outside a callback the error is raised at once */
 const raise = (root, h, name, error_info) => {
     checkActive(h);
-    const e = stateError(root.state, name, error_info);
+    const e = stateError(root.state, name, error_info, h === CUR);
     if (h === CUR) {
         deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
     } else {
@@ -733,7 +741,7 @@ class AsyncSteps {
             this._waitH = undefined;
             raise(this, h, name, error_info);
         }
-        const e = stateError(this.state, name, error_info);
+        const e = stateError(this.state, name, error_info, CUR_ROOT === this);
         if (!this._running) {
             // as futoin-asyncsteps: the queued steps are dropped
             this._ops = [];
@@ -1261,6 +1269,7 @@ const onThrow = (root, as, e) => {
         root._raised = null;
         const kind = root._raiseKind;
         if (kind === RAISE_ERROR) {
+            root.state.last_exception = e;
             errorInC(root, as._h, root._raiseCode, root._raiseInfo);
         } else if (kind === RAISE_BREAK) {
             N.break(as._h, root._raiseCode);

@@ -1303,6 +1303,16 @@ static napi_value n_valid(napi_env env, napi_callback_info info)
     return r;
 }
 
+/* isTop(h): h is the innermost active step of its sequence */
+static napi_value n_is_top(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = jh_get(e, argv[0], KINDS_STEP);
+    napi_value r;
+    napi_get_boolean(env, h != NULL && futoin_steps_is_top(h->bsi), &r);
+    return r;
+}
+
 static napi_value n_root_id(napi_env env, napi_callback_info info)
 {
     GET_ARGS(1);
@@ -1477,6 +1487,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"sync", n_sync},
             {"valid", n_valid},
             {"rootId", n_root_id},
+            {"isTop", n_is_top},
             {"testLater", n_test_later},
             {"testCancel", n_test_cancel},
             {"testNext", n_test_next},

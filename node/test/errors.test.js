@@ -221,6 +221,30 @@ test('an error caught inside the step itself does not fail the step', T, async (
     assert.deepStrictEqual(r.args, ['continued']);
 });
 
+test('an error caught inside its step leaves last_exception alone (error_info is set at once)', T, async () => {
+    const seen = [];
+    const r = await runFlow((as) => {
+        as.add((as) => {
+            as.state.last_exception = 'before';
+            try {
+                as.error('Caught', 'caught info');
+            } catch (e) {
+                seen.push(as.state.last_exception, as.state.error_info);
+            }
+            const other = as;
+            as.add((as) => {
+                try {
+                    other.add(() => {}); // the parent's interface: a sanity check error
+                } catch (e) {
+                    seen.push(e.message, as.state.last_exception, as.state.error_info);
+                }
+            });
+        });
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(seen, ['before', 'caught info', 'InternalError', 'before', 'Invalid call (sanity check)']);
+});
+
 test('async_stack holds the executed step handlers, up to the failing one', T, async () => {
     let stack = null;
     function outerStep(as) {

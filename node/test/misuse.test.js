@@ -220,6 +220,41 @@ test('success() twice, or error() after success(): the flow does not go on', T, 
     }
 });
 
+test('from an event, a call on a step whose sub-steps run fails the flow where it is (sanity check)', T, async () => {
+    // as futoin-asyncsteps: the parent is out of bounds while its sub-steps
+    // run; its flow gets an InternalError at its current step, whose
+    // handlers run before the call throws
+    for (const [name, call] of [
+        ['success', (as) => as.success()],
+        ['add', (as) => as.add((as) => {})],
+        ['error', (as) => as.error('Late')],
+    ]) {
+        const trace = [];
+        const late = deferred();
+        const r = await runFlow((as) => {
+            const parent = as;
+            as.add((as) => {
+                as.waitExternal();
+                setTimeout(() => {
+                    try {
+                        call(parent);
+                        trace.push('no throw');
+                    } catch (e) {
+                        trace.push(`throws ${e.message}`);
+                    }
+                    setTimeout(() => late.resolve(as.state), 1);
+                }, 1);
+            }, (as, err) => trace.push(`sub handler ${err} ${as.state.error_info}`));
+        });
+        assert.strictEqual(r.err, 'InternalError', name);
+        assert.strictEqual(await late.promise, null, name);
+        assert.deepStrictEqual(trace, [
+            'sub handler InternalError Invalid call (sanity check)',
+            'throws InternalError',
+        ], name);
+    }
+});
+
 test('NODE_ENV=production skips the argument checks', () => {
     const script = `
         const $as = require(${JSON.stringify(IMPL)});

@@ -223,6 +223,11 @@ FUTOIN_API uint32_t futoin_tool_host_budget(FutoInAsyncSteps* bsi);
 FUTOIN_API void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps);
 FUTOIN_API void* futoin_tool_host_follow(FutoInAsyncSteps* bsi);
 
+/* 1 when bsi is the innermost active step of its sequence (its callback or
+ * error handler runs, or it waits), 0 when steps it added run, it is not
+ * active, or bsi is not a step of this library: a host tells by it a call
+ * on an outer step's interface (out of bounds while its sub-steps run). */
+FUTOIN_API int futoin_steps_is_top(FutoInAsyncSteps* bsi);
 /* The tool of any bsi of this implementation; NULL for a foreign pointer. */
 FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
 /* 1 when `bsi` was made by this library. */
