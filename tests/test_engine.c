@@ -650,6 +650,55 @@ static void host_loop_body_spends_burst(void** state)
     futoin_tool_set_burst(g_fx.tool, 100);
 }
 
+/* a taken body may run further iterations of its loop as part of itself:
+ * loop_room() bounds them by the burst and, for a repeat, by the count;
+ * loop_ran() counts them (the burst is spent, the repeat goes on past
+ * them, a continue then goes to the iteration after the last one run) */
+static void host_loop_body_runs_iterations(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_loops(g_fx.tool, f_host_loop, f_host_repeat);
+    futoin_tool_set_burst(g_fx.tool, 10);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->repeat(r, "rep", 20, f_host_repeat, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    FutoInAsyncSteps* bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL);
+    size_t i = 99;
+    assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);
+    assert_int_equal(i, 0);
+    assert_int_equal(futoin_tool_host_loop_room(bsi), 8); /* the burst: the repeat and this body ran */
+    futoin_tool_host_loop_ran(bsi, 3); /* iterations 1..3 */
+    assert_int_equal(futoin_tool_host_loop_room(bsi), 5);
+    assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);
+    assert_int_equal(i, 3);
+    futoin_tool_host_done(bsi);
+    /* the burst goes on with iteration 4 */
+    bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL);
+    assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);
+    assert_int_equal(i, 4);
+    futoin_tool_host_loop_ran(bsi, 100); /* past the room: only what the burst allows */
+    assert_int_equal(futoin_tool_host_loop_room(bsi), 0);
+    bsi->api->handle_error(bsi, "LoopCont", NULL); /* continue: after the last one run */
+    futoin_tool_host_done(bsi);
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL)); /* the burst is over */
+    futoin_tool_set_burst(g_fx.tool, 100);
+    futoin_tool_iterate(g_fx.tool, 0);
+    bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL);
+    assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);
+    assert_int_equal(i, 9);
+    assert_int_equal(futoin_tool_host_loop_room(bsi), 10); /* not the burst: 10..19 are left */
+    futoin_tool_host_loop_ran(bsi, 10);
+    futoin_tool_host_done(bsi);
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL)); /* the repeat is done */
+    assert_trace(""); /* no unhandled error */
+    /* not a taken body */
+    assert_int_equal(futoin_tool_host_loop_room(r), 0);
+    futoin_tool_host_loop_ran(r, 1);
+    assert_int_equal(futoin_tool_host_loop_room(NULL), 0);
+    futoin_tool_host_loop_ran(NULL, 1);
+}
+
 /* ---- error handlers run by the host (futoin_tool_set_host_error) ---- */
 
 static void eh_host(FutoInAsyncSteps* bsi, void* data, const char* code)
@@ -732,6 +781,7 @@ int main(void)
             T(host_bodies_run_in_order_with_substeps_and_break),
             T(host_repeat_of_a_million_is_bounded_by_bursts),
             T(host_loop_body_spends_burst),
+            T(host_loop_body_runs_iterations),
             T(host_error_handlers_recover_add_raise_and_pass_on),
             T(million_iterations_constant_stack),
             T(million_loop_iterations_with_substeps),

@@ -1209,6 +1209,40 @@ void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps)
     }
 }
 
+uint32_t futoin_tool_host_loop_room(FutoInAsyncSteps* bsi)
+{
+    fstep* c = host_running_step(bsi, 0);
+    if (!c || c->kind == FK_STEP) {
+        return 0;
+    }
+    uint32_t room = c->strand->host_budget;
+    if (c->kind == FK_REPEAT_BODY) {
+        const fstep* f = c->parent; /* its counter is past c already */
+        size_t left = f->u.loop.count - f->u.loop.i;
+        if (left < room) {
+            room = (uint32_t)left;
+        }
+    }
+    return room;
+}
+
+void futoin_tool_host_loop_ran(FutoInAsyncSteps* bsi, uint32_t k)
+{
+    uint32_t room = futoin_tool_host_loop_room(bsi);
+    if (k > room) {
+        k = room;
+    }
+    if (k == 0) {
+        return;
+    }
+    fstep* c = fstep_of(bsi);
+    c->strand->host_budget -= k;
+    if (c->kind == FK_REPEAT_BODY) {
+        c->parent->u.loop.i += k;
+        c->u.iter += k;
+    }
+}
+
 void* futoin_tool_host_follow(FutoInAsyncSteps* bsi)
 {
     fstep* c = host_running_step(bsi, 1);

@@ -27,6 +27,7 @@ const F_WAIT = 2;
 const F_DONE = 4;
 const F_BATCH = 128; // a batch of steps ran: BATCH more than one (JS_F_BATCH)
 const F_MERGED = 256; // JS only: its one sub-step ran as part of its step (mergeInner)
+const F_ITERS = 1024; // a loop body ran SH_ITER more iterations of its loop (JS_F_ITERS)
 
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
@@ -38,7 +39,8 @@ const CODE_SAME = 1; // low bits of an error handler's code: the error is root._
 const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_CODE_NUM1)
 const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
 const MODE_ERROR_BITS = 24; // an error handler: (code, error_info) in HOST_ARGS
-const SH_BUDGET = 12; // the steps the burst still allows (SH_* in src/addon.h)
+const SH_ITER = 7; // SH_* in src/addon.h
+const SH_BUDGET = 12; // the steps the burst still allows (a loop body: the iterations)
 const SH_BATCH = 13;
 const SH_TOUCH = 14;
 const SH_MORE = 15;
@@ -1034,16 +1036,98 @@ const onStep = (r, h, code, a0, a1, a2, a3, room) => {
     if (invoke(root, as, fn, n, a0, a1, a2, a3) !== 0) {
         return F_DONE;
     }
-    if (as._f === F_ADDED && room !== undefined) {
-        // a step, or a loop body (room alone: C spends what it can of it)
-        const left = (code & 24) === MODE_STEP ? Math.min(room, reg.SH[SH_BUDGET]) : room;
-        const last = mergeInner(root, as, h, left, touch, false);
+    if (room === undefined) {
+        return stepFlags(root, as, h);
+    }
+    if ((code & 24) !== MODE_STEP) {
+        return runIters(root, as, h, fn, code & 24, a0, room, touch);
+    }
+    if (as._f === F_ADDED) {
+        const last = mergeInner(root, as, h, Math.min(room, reg.SH[SH_BUDGET]), touch, false);
         if (MERGED !== 0) {
             BATCH = MERGED;
             return (last === null ? F_DONE : stepFlags(root, last, h)) | F_BATCH;
         }
     }
     return stepFlags(root, as, h);
+};
+
+// the loop body whose further iterations runIters runs, and how many ran
+// beyond the one C handed over (onThrow tells C of them first)
+let ITER_H = -1;
+let ITER_K = 0;
+
+/* A loop or repeat body h (iteration i) ran (`as`): while it only
+ * completes (success() of numbers or nothing), its next iterations run here
+ * as part of it, and so do sub-steps it added that mergeInner can run; not
+ * when a native call touched a flow, nor past the steps C allows
+ * (SH_BUDGET: the burst, and what a repeat has left) or `room` allows. C counts the iterations at hostDone (F_ITERS, their number in
+ * SH_ITER), or before a later one's break, continue or error (onThrow), and
+ * spends the merged sub-steps (F_BATCH). Each iteration has an interface
+ * of its own, ended when the next one starts, as from C. */
+const runIters = (root, as, h, fn, mode, i, room, touch) => {
+    const SH = reg.SH;
+    const n = mode === MODE_REPEAT_BITS ? 1 : 0;
+    const iters = SH[SH_BUDGET];
+    const prevH = ITER_H;
+    const prevK = ITER_K;
+    ITER_H = h;
+    ITER_K = 0;
+    const mark = MERGED_AS.length;
+    let left = room;
+    let k = 0;
+    let merged = 0;
+    for (;;) {
+        if (as._f === F_ADDED) {
+            as = mergeInner(root, as, h, left, touch, true);
+            merged += MERGED;
+            left -= MERGED;
+            if (as === null || MERGED === 0) {
+                break; // it threw, or C runs its sub-steps
+            }
+        }
+        if (as._f > F_DONE || as._next !== null) {
+            break;
+        }
+        const q = SH[SH_OPS_N];
+        if (q !== 0) {
+            if (q !== 6 || SH[SH_OPS + 3] !== OP_SUCCESS || reg.target !== h) {
+                break;
+            }
+            SH[SH_OPS_N] = 0; // a body's success() values go nowhere
+            SH[SH_NUM_N] = 0;
+        }
+        if (k + merged >= iters || left <= 0 || SH[SH_TOUCH] !== touch) {
+            break;
+        }
+        as._f |= F_DONE;
+        as._h = DEAD_H; // as a body C ended
+        if (MERGED_AS.length !== mark) {
+            mergedDrop(mark, true);
+        }
+        ITER_K = ++k;
+        --left;
+        as = stepStarts(root, h, fn, mode);
+        if (invoke(root, as, fn, n, i + k) !== 0) {
+            as = null; // onThrow told C of the iterations
+            break;
+        }
+    }
+    if (MERGED_AS.length !== mark) {
+        mergedDrop(mark, false);
+    }
+    ITER_H = prevH;
+    ITER_K = prevK;
+    let f = merged !== 0 ? F_BATCH : 0;
+    BATCH = merged;
+    if (as === null) {
+        return f | F_DONE;
+    }
+    if (k !== 0) {
+        f |= F_ITERS;
+        SH[SH_ITER] = k;
+    }
+    return stepFlags(root, as, h) | f;
 };
 
 let MERGED = 0; // the sub-steps mergeInner ran
@@ -1265,6 +1349,10 @@ const onThrow = (root, as, e) => {
         root._raised = null;
         return;
     }
+    if (as._h === ITER_H && ITER_K !== 0) {
+        N.loopRan(ITER_H, ITER_K); // a continue goes on after this iteration
+        ITER_K = 0;
+    }
     if (e === root._raised) {
         root._raised = null;
         const kind = root._raiseKind;
@@ -1417,6 +1505,9 @@ const runHost = (testBit, nested) => {
         if ((flags & F_BATCH) !== 0) {
             budget -= BATCH;
             SH[SH_BATCH] = BATCH;
+        }
+        if ((flags & F_ITERS) !== 0) {
+            budget -= SH[SH_ITER];
         }
         if (own !== 0) {
             FREE.push(code >>> 5); // onStep cleared FNS[k]; FNS[k + 1] is empty

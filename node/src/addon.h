@@ -36,6 +36,7 @@
 #define JS_HOST_NESTED 64 /* execute(), hostDone(): take only steps of that flow (run inside a step) */
 #define JS_F_BATCH 128 /* hostDone: the step was a batch of JS steps, SH_BATCH more of them ran */
 #define JS_HOST_MORE 512 /* hostDone, nested: set SH_MORE when the flow has no JS step left (await) */
+#define JS_F_ITERS 1024 /* hostDone: a loop body that ran SH_ITER more iterations of its loop (host_loop_ran) */
 #define JS_CODE_SAME 1    /* low 3 bits of an error handler's code: the error JS saw last */
 
 enum hkind
@@ -111,7 +112,7 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
 #define SH_HOST_OUT 9 /* hostNext/hostDone: the code of the next JS step, 0: none */
 #define SH_NUM_N 10   /* numbers queued for OP_SUCCESS (the first at double index 1) */
 #define SH_K_OWN 11   /* hostNext/hostDone: 1 when JS frees the step's index after running it */
-#define SH_BUDGET 12  /* hostNext/hostDone: the steps its strand may still run in this burst */
+#define SH_BUDGET 12  /* hostNext/hostDone: the steps its strand may still run in this burst (a loop body: host_loop_room) */
 #define SH_BATCH 13   /* hostDone with JS_F_BATCH: the steps of a batch JS ran beyond the first */
 #define SH_TOUCH 14   /* bumped by every native call that may change a flow (a batch stops then) */
 #define SH_MORE 15    /* awaited(), flowNow(), hostDone with JS_HOST_MORE at the flow's end: other work of the scheduler is ready now */

@@ -961,6 +961,10 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
     if (mode != FUTOIN_HOST_ERROR) {
         f->root->jerr = 0; /* onStep clears _jsErr */
     }
+    if (mode == FUTOIN_HOST_REPEAT || mode == FUTOIN_HOST_LOOP) {
+        /* the iterations JS may run as part of this body (runIters) */
+        e->sh[SH_BUDGET] = (int32_t)futoin_tool_host_loop_room(bsi);
+    }
     if (mode == FUTOIN_HOST_REPEAT) {
         /* the iteration: in SH_ITER, or in hostArgs[0] past int32 */
         n = 1;
@@ -1068,6 +1072,10 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
             jh_free(e, s);
         } else {
             keep_slot(e, bsi, s);
+        }
+        if (flags & JS_F_ITERS) {
+            futoin_tool_host_loop_ran(bsi, (uint32_t)e->sh[SH_ITER]);
+            e->turn_steps += (uint32_t)e->sh[SH_ITER];
         }
         if (flags & JS_F_BATCH) {
             futoin_tool_host_spend(bsi, (uint32_t)e->sh[SH_BATCH]);
@@ -1303,6 +1311,21 @@ static napi_value n_valid(napi_env env, napi_callback_info info)
     return r;
 }
 
+/* loopRan(h, k): the loop body h ran k more iterations of its loop before
+ * what it does now (a throw of a later one: break, continue, an error) */
+static napi_value n_loop_ran(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(2);
+    hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
+    if (!h) {
+        return NULL;
+    }
+    uint32_t k = 0;
+    napi_get_value_uint32(env, argv[1], &k);
+    futoin_tool_host_loop_ran(h->bsi, k);
+    return NULL;
+}
+
 /* isTop(h): h is the innermost active step of its sequence */
 static napi_value n_is_top(napi_env env, napi_callback_info info)
 {
@@ -1488,6 +1511,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"valid", n_valid},
             {"rootId", n_root_id},
             {"isTop", n_is_top},
+            {"loopRan", n_loop_ran},
             {"testLater", n_test_later},
             {"testCancel", n_test_cancel},
             {"testNext", n_test_next},

@@ -292,3 +292,66 @@ test('a long loop completes (no stack growth per iteration)', T, async () => {
     assert.strictEqual(r.err, null);
     assert.strictEqual(n, (20000 * 19999) / 2);
 });
+
+test('iterations that only complete run in bursts: later ones still break, continue and fail as their own', T, async () => {
+    // far into a burst of iterations that did nothing but complete, each
+    // iteration is a step of its own: its own interface (the last one's is
+    // out of service), continue() goes to the next, break() and errors act
+    // at once, with the iteration's index
+    const trace = [];
+    let prev = null;
+    let stale = 0;
+    const r = await runFlow((as) => {
+        as.repeat(200, (as, i) => {
+            if (prev !== null) {
+                try {
+                    prev.add((as) => {});
+                } catch (e) {
+                    stale += e.message === 'InternalError: Unexpected call, object is out of service' ? 1 : 0;
+                }
+            }
+            prev = as;
+            if (i === 40 || i === 41) {
+                trace.push(`cont ${i}`);
+                as.continue();
+            }
+            if (i === 42) {
+                trace.push(`at ${i}`);
+                as.success(i, 'dropped'); // a body's values go nowhere
+                return;
+            }
+            if (i === 150) {
+                as.add((as) => trace.push('sub of 150'));
+                return;
+            }
+            if (i === 170) {
+                as.break();
+            }
+            if (i > 170) {
+                trace.push(`after break ${i}`);
+            }
+        });
+        as.loop((as) => {
+            trace.push('loop');
+            as.error('InLoop', 'from the loop');
+        });
+    });
+    assert.deepStrictEqual(trace, ['cont 40', 'cont 41', 'at 42', 'sub of 150', 'loop']);
+    assert.strictEqual(stale, 170);
+    assert.strictEqual(r.err, 'InLoop');
+    assert.strictEqual(r.info, 'from the loop');
+});
+
+test('a continue() from a later iteration goes on with the one after it, to the count', T, async () => {
+    const seen = [];
+    const r = await runFlow((as) => {
+        as.repeat(130, (as, i) => {
+            seen.push(i);
+            if (i % 20 === 19) {
+                as.continue();
+            }
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(seen, Array.from({ length: 130 }, (_, i) => i));
+});

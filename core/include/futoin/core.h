@@ -219,6 +219,15 @@ FUTOIN_API void* futoin_tool_host_add(FutoInAsyncSteps* bsi, FutoInAsyncSteps_er
  * steps did more than complete), with data of its own as host_add() gives.
  * Returns the data, NULL (nothing queued) when bsi is not a plain step
  * taken with host_next() or memory ran out. */
+/* A taken loop or repeat body may run further iterations of its loop as
+ * part of itself while each completes at once (a batch of iterations).
+ * host_loop_room(): how many, after this one: the burst left, and for a
+ * repeat the iterations left (0 for anything but a taken body).
+ * host_loop_ran(): it ran `k` of them (at most the room): they use up the
+ * burst and the loop goes on past them; bsi is then the last one run (its
+ * iteration, a break or continue from it). */
+FUTOIN_API uint32_t futoin_tool_host_loop_room(FutoInAsyncSteps* bsi);
+FUTOIN_API void futoin_tool_host_loop_ran(FutoInAsyncSteps* bsi, uint32_t k);
 FUTOIN_API uint32_t futoin_tool_host_budget(FutoInAsyncSteps* bsi);
 FUTOIN_API void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps);
 FUTOIN_API void* futoin_tool_host_follow(FutoInAsyncSteps* bsi);
