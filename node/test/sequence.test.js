@@ -249,6 +249,9 @@ test('steps that each add sub-steps keep their order, and the next gets the last
 
 test('a step of a sequence that runs sequences of other flows goes on with its own', T, async () => {
     const trace = [];
+    // the last step waits for the inner flow's end (whenever it comes)
+    let innerDone = false;
+    let release = null;
     await sequence([
         (as) => trace.push('a'),
         (as) => {
@@ -262,7 +265,13 @@ test('a step of a sequence that runs sequences of other flows goes on with its o
                 as.setTimeout(1000);
                 setImmediate(() => as.success());
             });
-            inner.add((as) => trace.push('x5'));
+            inner.add((as) => {
+                trace.push('x5');
+                innerDone = true;
+                if (release !== null) {
+                    release();
+                }
+            });
             inner.execute();
             trace.push('b');
             as.success(2);
@@ -270,8 +279,12 @@ test('a step of a sequence that runs sequences of other flows goes on with its o
         got(trace),
         (as) => trace.push('d'),
         (as) => {
-            as.waitExternal();
-            setTimeout(() => as.success(), 5);
+            if (innerDone) {
+                trace.push('inner ended first');
+            } else {
+                as.waitExternal();
+                release = () => as.success();
+            }
         },
     ], trace);
     assert.deepStrictEqual(trace, ['a', 'x1', 'x2.sub', 'x3', 'b', [1, 2], 'd', 'x5', 'end']);
