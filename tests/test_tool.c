@@ -778,6 +778,45 @@ static void host_nested_flow_runs_alone(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* a nested run of a flow takes the first burst of each parallel branch its
+ * steps start, in order, as the reference runs them inside the parallel
+ * step; the step after the parallel waits for a later turn */
+static void host_nested_flow_runs_new_branches(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    FutoInAsyncSteps* a = g_fx.root;
+    FutoInAsyncSteps* x = futoin_steps_new(g_fx.tool);
+    assert_non_null(x);
+    x->api->add(x, (void*)"x", f_host_marker, NULL);
+    x->api->execute(x, NULL, NULL); /* another flow, ready first */
+    FutoInAsyncSteps* p = a->api->parallel(a, NULL, NULL);
+    p->api->add(p, (void*)"p0", f_host_marker, NULL);
+    p->api->add(p, (void*)"p1", f_host_marker, NULL);
+    a->api->add(a, (void*)"end", f_host_marker, NULL);
+    a->api->execute(a, NULL, NULL);
+    assert_int_equal(futoin_steps_execute_nested(a), 1);
+    void* data = NULL;
+    FutoInAsyncSteps* s = futoin_tool_host_next_of(a, &data, NULL);
+    assert_non_null(s);
+    assert_string_equal(data, "p0");
+    host_add_str(s, "p0.sub");
+    futoin_tool_host_done(s);
+    s = futoin_tool_host_next_of(a, &data, NULL);
+    assert_string_equal(data, "p0.sub"); /* p0's burst goes on */
+    futoin_tool_host_done(s);
+    s = futoin_tool_host_next_of(a, &data, NULL);
+    assert_string_equal(data, "p1");
+    futoin_tool_host_done(s);
+    assert_null(futoin_tool_host_next_of(a, NULL, NULL)); /* "end": on a later turn */
+    futoin_tool_iterate(g_fx.tool, 0);
+    host_next_expect("x");
+    s = host_next_expect("end");
+    futoin_tool_host_done(s);
+    x->api->free(x);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* ---- cross-thread completion ---- */
 
 enum
@@ -1033,6 +1072,7 @@ int main(void)
             T(hooks_arm_reports_next_wakeup),
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(host_nested_flow_runs_alone),
+            T(host_nested_flow_runs_new_branches),
             T(host_add_data_lives_with_the_step),
             T(is_top_tells_the_innermost_step),
             T(host_run_spends_burst_and_follows),

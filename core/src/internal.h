@@ -273,6 +273,7 @@ typedef struct fstrand
     uint8_t code_idx;
     uint8_t err_pending;
     uint8_t info_pending; /* pending_info goes to error_info when unwinding starts */
+    uint8_t fresh;        /* a branch not run yet: a nested run of its flow takes its first burst */
     FutoInArgs out_args;  /* the last success() values, for the next step */
     FutoInArgs host_args; /* what a step run by the host receives */
     struct fstrand* host_next; /* strands waiting for the host to run their step */
@@ -315,6 +316,7 @@ typedef struct fflow
     uint32_t host_queued; /* its strands in the host queue (futoin_tool_host_next_of) */
     uint32_t flags;
     uint32_t depth; /* user callbacks of this flow on the C stack */
+    uint32_t fresh_n; /* branches it started that may not have run yet (a hint: 0 means none) */
     FutoInBinaryValue last_exception;
 } fflow;
 

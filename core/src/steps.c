@@ -112,6 +112,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     /* out_args is empty whenever a strand is idle or pooled */
     st->err_pending = 0;
     st->info_pending = 0;
+    st->fresh = 0;
     base->strand = st;
 }
 
@@ -383,6 +384,8 @@ static void parallel_start(fstrand* st, fstep* par)
         base->q_head = base->q_tail = c;
         strand_init(b, par->flow, base);
         b->par = par;
+        b->fresh = 1;
+        ++par->flow->fresh_n;
         /* keep branches in the order they were added: they run and cancel so */
         b->sib_prev = last;
         if (last) {
@@ -735,6 +738,12 @@ static void strand_run_budget(fstrand* st, uint32_t budget);
 static void strand_run(void* data)
 {
     fstrand* st = data;
+    if (st->fresh) {
+        st->fresh = 0;
+        if (st->flow->fresh_n) {
+            --st->flow->fresh_n;
+        }
+    }
     strand_run_budget(st, st->flow->tool->burst);
 }
 
@@ -1072,6 +1081,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->flags = 0;
     fl->depth = 0;
     fl->host_queued = 0;
+    fl->fresh_n = 0;
     strand_init(&fl->main, fl, &fl->base);
     return fl;
 }
@@ -1335,6 +1345,41 @@ FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const F
     return st ? host_take(t, NULL, st, data, args) : NULL;
 }
 
+/* the first burst of the next branch of fl that parallel_start() made and
+ * nothing ran yet: a nested run of a flow runs its new branches at once, as
+ * the reference runs them inside the parallel step: in order, and the
+ * branches of a parallel step inside one of them before its later siblings
+ * (the newest parallel step first). Returns 0 when there is none (or the
+ * tool is inside its own callbacks). */
+static int run_fresh_branch(fflow* fl)
+{
+    FutoInAsyncTool* t = fl->tool;
+    if (!fl->fresh_n || t->running || !ftool_is_loop_thread(t)) {
+        return 0;
+    }
+    fstrand* newest = NULL;
+    for (ftask* task = t->q_head; task; task = task->next) {
+        fstrand* b = task->data;
+        if (task->cb == strand_run && b->flow == fl && b->fresh && (!newest || b->id > newest->id)) {
+            newest = b;
+        }
+    }
+    if (!newest) {
+        fl->fresh_n = 0; /* the rest were released before they ran */
+        return 0;
+    }
+    fstrand* b = newest->par->u.par.branches;
+    while (!b->fresh || !b->task.queued) {
+        b = b->sib_next; /* ends at `newest` at the latest */
+    }
+    ftool_task_remove(t, &b->task);
+    t->running = 1;
+    strand_run(b);
+    t->running = 0;
+    ftool_rearm(t);
+    return 1;
+}
+
 FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, const FutoInArgs** args)
 {
     if (!root || !futoin_steps_is_native(root)) {
@@ -1346,15 +1391,16 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
     }
     fflow* fl = s->flow;
     FutoInAsyncTool* t = fl->tool;
-    if (!fl->host_queued) {
-        return NULL;
-    }
-    fstrand* prev = NULL;
-    for (fstrand* st = t->host_head; st; prev = st, st = st->host_next) {
-        if (st->flow == fl) {
-            return host_take(t, prev, st, data, args);
+    do {
+        if (fl->host_queued) {
+            fstrand* prev = NULL;
+            for (fstrand* st = t->host_head; st; prev = st, st = st->host_next) {
+                if (st->flow == fl) {
+                    return host_take(t, prev, st, data, args);
+                }
+            }
         }
-    }
+    } while (run_fresh_branch(fl));
     return NULL;
 }
 

@@ -257,3 +257,44 @@ test('a branch may complete a waiting step of a sibling branch (no sanity error)
     assert.strictEqual(r.err, null, `${r.err}: ${r.info}`);
     assert.deepStrictEqual(trace, ['b1 waits', 'b2 completes b1']);
 });
+
+test('execute() runs the first burst of every branch at once, a nested parallel before later siblings', T, async () => {
+    // as futoin-asyncsteps starts each branch inside the parallel step; the
+    // step after the parallel waits for a later turn
+    const trace = [];
+    const done = new Promise((resolve) => {
+        const root = $as();
+        const p = root.parallel();
+        p.add((as) => {
+            trace.push('a');
+            as.add((as) => trace.push('a.sub'));
+        });
+        p.add((as) => {
+            trace.push('b');
+            const q = as.parallel();
+            q.add((as) => trace.push('b.p'));
+            q.add((as) => trace.push('b.q'));
+        });
+        p.add((as) => trace.push('c'));
+        root.add((as) => {
+            trace.push('after');
+            resolve();
+        });
+        root.execute();
+        trace.push('execute returned');
+        // inside a step of another flow, the same
+        const outer = $as();
+        outer.add((as) => {
+            as.parallel().add((as) => trace.push('x')).add((as) => trace.push('y'));
+            trace.push('outer step returned');
+        });
+        outer.execute();
+        trace.push('outer execute returned');
+    });
+    await done;
+    assert.deepStrictEqual(trace.slice(0, 11), [
+        'a', 'a.sub', 'b', 'b.p', 'b.q', 'c', 'execute returned',
+        'outer step returned', 'x', 'y', 'outer execute returned',
+    ]);
+    assert.ok(trace.includes('after'));
+});
