@@ -810,9 +810,9 @@ static void host_nested_flow_runs_new_branches(void** state)
     futoin_tool_host_done(s);
     assert_null(futoin_tool_host_next_of(a, NULL, NULL)); /* "end": on a later turn */
     futoin_tool_iterate(g_fx.tool, 0);
-    host_next_expect("x");
-    s = host_next_expect("end");
-    futoin_tool_host_done(s);
+    futoin_tool_host_done(host_next_expect("x"));
+    futoin_tool_host_done(host_next_expect("end"));
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
     x->api->free(x);
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }

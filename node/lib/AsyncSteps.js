@@ -77,7 +77,7 @@ const sanity = isProduction ? () => {} : (asp) => {
             deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
             throw e;
         }
-    } else if ((asp._f & F_ADDED) !== 0 && asp._h !== CUR && !N.isTop(asp._h)) {
+    } else if ((asp._f & F_ADDED) !== 0 && asp._h !== CUR && !asp._root._foreign && !N.isTop(asp._h)) {
         // from outside its flow, while its sub-steps run: the flow fails
         // where it is, as futoin-asyncsteps' root.error() from an event
         asp._root.error('InternalError', 'Invalid call (sanity check)');
@@ -1061,10 +1061,11 @@ let ITER_K = 0;
  * completes (success() of numbers or nothing), its next iterations run here
  * as part of it, and so do sub-steps it added that mergeInner can run; not
  * when a native call touched a flow, nor past the steps C allows
- * (SH_BUDGET: the burst, and what a repeat has left) or `room` allows. C counts the iterations at hostDone (F_ITERS, their number in
- * SH_ITER), or before a later one's break, continue or error (onThrow), and
- * spends the merged sub-steps (F_BATCH). Each iteration has an interface
- * of its own, ended when the next one starts, as from C. */
+ * (SH_BUDGET: the burst, and what a repeat has left) or `room` allows.
+ * C counts the iterations at hostDone (F_ITERS, their number in SH_ITER),
+ * or before a later one's break, continue or error (onThrow), and spends
+ * the merged sub-steps (F_BATCH). Each iteration has an interface of its
+ * own, ended when the next one starts, as from C. */
 const runIters = (root, as, h, fn, mode, i, room, touch) => {
     const SH = reg.SH;
     const n = mode === MODE_REPEAT_BITS ? 1 : 0;
