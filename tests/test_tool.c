@@ -817,6 +817,42 @@ static void host_nested_flow_runs_new_branches(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* with host bursts, a host step that starts parallel branches: their first
+ * bursts come before other flows' steps waiting for the host, one branch at
+ * a time */
+static void host_new_branches_go_first(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    futoin_tool_set_host_bursts(g_fx.tool, 1);
+    FutoInAsyncSteps* a = g_fx.root;
+    FutoInAsyncSteps* x = futoin_steps_new(g_fx.tool);
+    assert_non_null(x);
+    a->api->add(a, (void*)"a", f_host_marker, NULL);
+    a->api->add(a, (void*)"a2", f_host_marker, NULL);
+    x->api->add(x, (void*)"x", f_host_marker, NULL);
+    a->api->execute(a, NULL, NULL);
+    x->api->execute(x, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    FutoInAsyncSteps* s = host_next_expect("a");
+    FutoInAsyncSteps* p = s->api->parallel(s, NULL, NULL);
+    p->api->add(p, (void*)"p0", f_host_marker, NULL);
+    p->api->add(p, (void*)"p1", f_host_marker, NULL);
+    futoin_tool_host_done(s);
+    s = host_next_expect("p0");
+    host_add_str(s, "p0.sub");
+    futoin_tool_host_done(s);
+    futoin_tool_host_done(host_next_expect("p0.sub"));
+    futoin_tool_host_done(host_next_expect("p1"));
+    futoin_tool_host_done(host_next_expect("x")); /* then the others */
+    futoin_tool_iterate(g_fx.tool, 0);
+    futoin_tool_host_done(host_next_expect("a2"));
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
+    x->api->free(x);
+    futoin_tool_set_host_bursts(g_fx.tool, 0);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* ---- cross-thread completion ---- */
 
 enum
@@ -1073,6 +1109,7 @@ int main(void)
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(host_nested_flow_runs_alone),
             T(host_nested_flow_runs_new_branches),
+            T(host_new_branches_go_first),
             T(host_add_data_lives_with_the_step),
             T(is_top_tells_the_innermost_step),
             T(host_run_spends_burst_and_follows),

@@ -1373,9 +1373,12 @@ static int run_fresh_branch(fflow* fl)
         b = b->sib_next; /* ends at `newest` at the latest */
     }
     ftool_task_remove(t, &b->task);
+    fstrand* prev_cont = t->host_cont;
+    t->host_cont = t->host_bursts ? b : NULL; /* its first host step goes first */
     t->running = 1;
     strand_run(b);
     t->running = 0;
+    t->host_cont = prev_cont;
     ftool_rearm(t);
     return 1;
 }
@@ -1436,10 +1439,17 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
     --fl->depth;
     fstrand* prev_cont = t->host_cont;
     t->host_cont = t->host_bursts ? st : NULL;
+    const uint32_t gen = fl->base.gen;
     strand_run_budget(st, st->host_budget);
     t->host_cont = prev_cont;
     t->running = was_running;
     if (!was_running) {
+        /* branches the flow started now run their first bursts before
+         * anything else, as the reference runs them inside the parallel
+         * step: one at a time, each until it leaves a step to the host */
+        while (fl->base.gen == gen && fl->fresh_n && !(t->host_head && t->host_head->flow == fl)
+                && run_fresh_branch(fl)) {
+        }
         ftool_rearm(t);
     }
 }

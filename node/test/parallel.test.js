@@ -298,3 +298,33 @@ test('execute() runs the first burst of every branch at once, a nested parallel 
     ]);
     assert.ok(trace.includes('after'));
 });
+
+test('the branches of a parallel step run before the steps of other flows that wait for their turn', T, async () => {
+    // as futoin-asyncsteps starts the branches inside the parallel step
+    const trace = [];
+    const mk = (name, par) => new Promise((resolve) => {
+        const r = $as();
+        r.add((as) => {
+            as.waitExternal();
+            setImmediate(() => as.success()); // the three go on in the same turn
+        });
+        r.add((as) => {
+            trace.push(`${name}1`);
+            if (par) {
+                as.parallel()
+                    .add((as) => trace.push(`${name}.b0`))
+                    .add((as) => {
+                        trace.push(`${name}.b1`);
+                        as.add((as) => trace.push(`${name}.b1s`));
+                    });
+            }
+        });
+        r.add((as) => trace.push(`${name}2`));
+        r.add((as) => resolve());
+        r.execute();
+    });
+    await Promise.all([mk('A', true), mk('B', false), mk('C', true)]);
+    assert.deepStrictEqual(trace, [
+        'A1', 'A.b0', 'A.b1', 'A.b1s', 'B1', 'B2', 'C1', 'C.b0', 'C.b1', 'C.b1s', 'A2', 'C2',
+    ]);
+});
