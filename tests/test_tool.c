@@ -853,6 +853,44 @@ static void host_new_branches_go_first(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* a C step whose parallel branch is that step again, without end */
+static void f_par_forever(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, NULL, NULL);
+    p->api->add(p, NULL, f_par_forever, NULL);
+}
+
+/* new branches run at once, but within a bound: an endless chain of them
+ * cannot hold a host call (nor the host's loop) for ever */
+static void host_new_branches_are_bounded(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    futoin_tool_set_host_bursts(g_fx.tool, 1);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_par_forever, NULL);
+    r->api->execute(r, NULL, NULL);
+    assert_int_equal(futoin_steps_execute_nested(r), 1);
+    assert_null(futoin_tool_host_next_of(r, NULL, NULL)); /* returns */
+    FutoInAsyncSteps* x = futoin_steps_new(g_fx.tool);
+    x->api->add(x, (void*)"x", f_host_marker, NULL);
+    x->api->add(x, (void*)"x2", f_host_marker, NULL);
+    x->api->execute(x, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    futoin_tool_host_done(host_next_expect("x")); /* the other flow goes on */
+    for (int i = 0; i < 5; ++i) {
+        futoin_tool_iterate(g_fx.tool, 0);
+    }
+    futoin_tool_host_done(host_next_expect("x2"));
+    r->api->cancel(r);
+    futoin_tool_iterate(g_fx.tool, 0);
+    x->api->free(x);
+    futoin_tool_set_host_bursts(g_fx.tool, 0);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* ---- cross-thread completion ---- */
 
 enum
@@ -1110,6 +1148,7 @@ int main(void)
             T(host_nested_flow_runs_alone),
             T(host_nested_flow_runs_new_branches),
             T(host_new_branches_go_first),
+            T(host_new_branches_are_bounded),
             T(host_add_data_lives_with_the_step),
             T(is_top_tells_the_innermost_step),
             T(host_run_spends_burst_and_follows),

@@ -1357,10 +1357,11 @@ static int run_fresh_branch(fflow* fl)
     if (!fl->fresh_n || t->running || !ftool_is_loop_thread(t)) {
         return 0;
     }
+    /* fresh strands are queued once, when made: the last one queued is the newest */
     fstrand* newest = NULL;
-    for (ftask* task = t->q_head; task; task = task->next) {
+    for (ftask* task = t->q_tail; task && !newest; task = task->prev) {
         fstrand* b = task->data;
-        if (task->cb == strand_run && b->flow == fl && b->fresh && (!newest || b->id > newest->id)) {
+        if (task->cb == strand_run && b->flow == fl && b->fresh) {
             newest = b;
         }
     }
@@ -1394,6 +1395,7 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
     }
     fflow* fl = s->flow;
     FutoInAsyncTool* t = fl->tool;
+    uint32_t fresh_left = t->burst; /* an endless chain of new branches cannot hold the call */
     do {
         if (fl->host_queued) {
             fstrand* prev = NULL;
@@ -1403,7 +1405,7 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
                 }
             }
         }
-    } while (run_fresh_branch(fl));
+    } while (fresh_left-- && run_fresh_branch(fl));
     return NULL;
 }
 
@@ -1447,7 +1449,8 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
         /* branches the flow started now run their first bursts before
          * anything else, as the reference runs them inside the parallel
          * step: one at a time, each until it leaves a step to the host */
-        while (fl->base.gen == gen && fl->fresh_n && !(t->host_head && t->host_head->flow == fl)
+        uint32_t fresh_left = t->burst; /* an endless chain of them cannot hold the call */
+        while (fresh_left-- && fl->base.gen == gen && fl->fresh_n && !(t->host_head && t->host_head->flow == fl)
                 && run_fresh_branch(fl)) {
         }
         ftool_rearm(t);
