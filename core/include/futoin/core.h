@@ -168,11 +168,16 @@ FUTOIN_API void futoin_tool_host_done(FutoInAsyncSteps* bsi);
 /* on: a strand that host_done() goes on with puts its next host step first
  * in the queue, so a sequence of host steps runs as one burst (the JS
  * reference's order: a flow, or a parallel branch, runs until it waits
- * before the next one gets a turn). Off (the default): each host step
- * queues behind the others, round-robin. */
+ * before the next one gets a turn), and the parallel branches it starts run
+ * their first bursts next, one at a time (the reference starts them inside
+ * the parallel step; at most a burst's worth of branches per call). Off
+ * (the default): each host step queues behind the others, round-robin. */
 FUTOIN_API void futoin_tool_set_host_bursts(FutoInAsyncTool* tool, int on);
 /* host_next() for one flow: the first step waiting for the host of the flow
- * of `root` (NULL: none), so a host can run a nested flow alone. */
+ * of `root` (NULL: none), so a host can run a nested flow alone. When none
+ * waits, the parallel branches the flow started and nothing ran yet run
+ * their first bursts first (newest parallel first, then in order; at most a
+ * burst's worth per call), as the reference runs them inside execute(). */
 FUTOIN_API FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, const FutoInArgs** args);
 
 /* Loop and repeat bodies run by the host, the same way: each iteration of a
