@@ -623,17 +623,25 @@ static void host_repeat_of_a_million_is_bounded_by_bursts(void** state)
     assert_true(turns >= 1000000 / 100); /* a burst per turn, never all at once */
 }
 
+/* the root runs repeat(count) of a host body under a burst of 10, up to
+ * its first body, which waits for the host */
+static FutoInAsyncSteps* start_host_repeat(size_t count)
+{
+    futoin_tool_set_host_loops(g_fx.tool, f_host_loop, f_host_repeat);
+    futoin_tool_set_burst(g_fx.tool, 10);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->repeat(r, "rep", count, f_host_repeat, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    return r;
+}
+
 /* a loop body the host takes has the burst's budget too: what it spends
  * (sub-steps it ran itself) shortens the burst; it has no follow() */
 static void host_loop_body_spends_burst(void** state)
 {
     (void)state;
-    futoin_tool_set_host_loops(g_fx.tool, f_host_loop, f_host_repeat);
-    futoin_tool_set_burst(g_fx.tool, 10);
-    FutoInAsyncSteps* r = g_fx.root;
-    r->api->repeat(r, "rep", 100, f_host_repeat, NULL);
-    r->api->execute(r, NULL, on_unhandled);
-    futoin_tool_iterate(g_fx.tool, 0);
+    FutoInAsyncSteps* r = start_host_repeat(100);
     size_t taken = 0;
     FutoInAsyncSteps* bsi;
     while ((bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL))) {
@@ -657,12 +665,7 @@ static void host_loop_body_spends_burst(void** state)
 static void host_loop_body_runs_iterations(void** state)
 {
     (void)state;
-    futoin_tool_set_host_loops(g_fx.tool, f_host_loop, f_host_repeat);
-    futoin_tool_set_burst(g_fx.tool, 10);
-    FutoInAsyncSteps* r = g_fx.root;
-    r->api->repeat(r, "rep", 20, f_host_repeat, NULL);
-    r->api->execute(r, NULL, on_unhandled);
-    futoin_tool_iterate(g_fx.tool, 0);
+    FutoInAsyncSteps* r = start_host_repeat(20);
     FutoInAsyncSteps* bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL);
     size_t i = 99;
     assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);

@@ -1052,6 +1052,16 @@ const onStep = (r, h, code, a0, a1, a2, a3, room) => {
     return stepFlags(root, as, h);
 };
 
+/* the queue holds nothing but a success() of numbers by step h, which JS
+ * can take itself (runBatch, runIters) */
+const onlySuccessOf = (SH, h) => SH[SH_OPS_N] === 6 && SH[SH_OPS + 3] === OP_SUCCESS && reg.target === h;
+
+/* what was queued was taken here: C never sees it */
+const dropQueued = (SH) => {
+    SH[SH_OPS_N] = 0;
+    SH[SH_NUM_N] = 0;
+};
+
 // the loop body whose further iterations runIters runs, and how many ran
 // beyond the one C handed over (onThrow tells C of them first)
 let ITER_H = -1;
@@ -1090,13 +1100,11 @@ const runIters = (root, as, h, fn, mode, i, room, touch) => {
         if (as._f > F_DONE || as._next !== null) {
             break;
         }
-        const q = SH[SH_OPS_N];
-        if (q !== 0) {
-            if (q !== 6 || SH[SH_OPS + 3] !== OP_SUCCESS || reg.target !== h) {
+        if (SH[SH_OPS_N] !== 0) {
+            if (!onlySuccessOf(SH, h)) {
                 break;
             }
-            SH[SH_OPS_N] = 0; // a body's success() values go nowhere
-            SH[SH_NUM_N] = 0;
+            dropQueued(SH); // a body's success() values go nowhere
         }
         if (k + merged >= iters || left <= 0 || SH[SH_TOUCH] !== touch) {
             break;
@@ -1273,10 +1281,9 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
         if (i === fns.length || left === 0 || (f & (F_ADDED | F_WAIT)) !== 0 || SH[SH_TOUCH] !== touch) {
             break;
         }
-        const q = SH[SH_OPS_N];
-        if (q !== 0) {
+        if (SH[SH_OPS_N] !== 0) {
             // only its success() of numbers: the next step takes them
-            if (q !== 6 || SH[SH_OPS + 3] !== OP_SUCCESS || reg.target !== h) {
+            if (!onlySuccessOf(SH, h)) {
                 break;
             }
             n = SH[SH_OPS + 4];
@@ -1286,8 +1293,7 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
             a1 = n > 1 ? nums[first + 1] : undefined;
             a2 = n > 2 ? nums[first + 2] : undefined;
             a3 = n > 3 ? nums[first + 3] : undefined;
-            SH[SH_OPS_N] = 0;
-            SH[SH_NUM_N] = 0;
+            dropQueued(SH);
         } else if ((f & F_DONE) !== 0) {
             break; // not a success() this batch can see
         } else if (as._next !== null) {
