@@ -115,6 +115,25 @@ test('sub-paths load and are the objects the module exports', () => {
     assert.strictEqual(sub('/lib/AsyncToolTest'), $as.AsyncToolTest);
 });
 
+test('lib/AsyncStepProtector and lib/ParallelStep are the classes of step interfaces and parallels', T,
+    async () => {
+        const AsyncStepProtector = sub('/lib/AsyncStepProtector');
+        const ParallelStep = sub('/lib/ParallelStep');
+        assert.strictEqual(AsyncStepProtector.name, 'AsyncStepProtector');
+        assert.strictEqual(ParallelStep.name, 'ParallelStep');
+        const seen = [];
+        const r = await runFlow((as) => {
+            seen.push(as instanceof AsyncStepProtector);
+            const p = as.parallel();
+            seen.push(p instanceof ParallelStep);
+            p.add((as) => {
+                seen.push(as instanceof AsyncStepProtector);
+            });
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(seen, [true, true, true]);
+    });
+
 test('Mutex, Throttle and Limiter are ISync; a bare ISync fails with NotImplemented', T, async () => {
     const { ISync, Mutex, Throttle, Limiter } = $as;
     assert.ok(new Mutex() instanceof ISync);
