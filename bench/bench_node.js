@@ -8,7 +8,9 @@
  * For each workload it prints ops/s of futoin-polyglot ("poly"), of
  * futoin-asyncsteps ("ref") and, where one makes sense, of the native
  * async/await equivalent, each the median of --runs runs after --warmup
- * discarded runs, and the ratios poly/ref and poly/native; then a summary
+ * discarded runs, and the ratios poly/ref and poly/native (on the timer
+ * rows also the "floor", the same user work with no library, and floor/ref,
+ * the best ratio any library could reach there); then a summary
  * table with the targets of the issue (poly/ref >= 1.0x everywhere, >= 3x on
  * parallel, >= 1.5x on error handling, error recovery and the setTimeout
  * path).
@@ -217,6 +219,42 @@ class NativeMutex {
 }
 
 const timer0 = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/* a floor: the work the user's own code makes any library do, with no
+ * library at all (plain callbacks, the next step called at once). No library
+ * can beat it, so floor/ref is the highest poly/ref reachable there. Only
+ * where that holds: the cost of an Error, say, depends on the stack depth a
+ * library runs the step at. */
+
+/* 2000 chains of `per` setTimeout(0) callbacks each */
+const timerFloor = (ops) => async () => {
+    let acc = 0;
+    const per = Math.ceil(ops / 2000);
+    const t0 = now();
+    await new Promise((resolve) => {
+        let left = 2000;
+        const chain = () => {
+            let i = 0;
+            const step = () => {
+                if (i++ === per) {
+                    if (--left === 0) {
+                        resolve();
+                    }
+                    return;
+                }
+                setTimeout(() => {
+                    acc++;
+                    step();
+                }, 0);
+            };
+            step();
+        };
+        for (let f = 0; f < 2000; ++f) {
+            chain();
+        }
+    });
+    return [now() - t0, acc];
+};
 
 // --------------------------------------------------------------------------
 // workloads
@@ -805,6 +843,7 @@ const WORKLOADS = [
             await Promise.all(all);
             return [now() - t0, acc];
         },
+        floor: timerFloor,
         expect: (ops) => Math.ceil(ops / 2000) * 2000,
     },
     {
@@ -835,6 +874,7 @@ const WORKLOADS = [
             return [ms, acc];
         },
         native: null, // same as the row above: a guard timer has no async/await counterpart
+        floor: timerFloor,
         expect: (ops) => Math.ceil(ops / 2000) * 2000,
     },
 ];
@@ -883,7 +923,8 @@ for (const steps of [2, 11, 101]) {
     });
 }
 
-const IMPLS = ['poly', 'ref', 'native'];
+const IMPLS = ['poly', 'ref', 'native', 'floor'];
+const OPTIONAL = ['native', 'floor']; // workloads may have none
 
 const selected = (a) => {
     const re = a.only ? new RegExp(a.only, 'i') : null;
@@ -906,11 +947,11 @@ const gc = () => {
     }
 };
 
-/* a runner for one (workload, implementation), or null without a native one */
+/* a runner for one (workload, implementation), or null without a native one or a floor */
 const runnerOf = (a, w, impl, L) => {
     const ops = Math.max(1, Math.round(w.ops * a.scale));
-    if (impl === 'native') {
-        return w.native ? { ops, fn: w.native(ops) } : null;
+    if (OPTIONAL.includes(impl)) {
+        return w[impl] ? { ops, fn: w[impl](ops) } : null;
     }
     return { ops, fn: w.lib(L, ops) };
 };
@@ -973,7 +1014,7 @@ const childArgs = (a, w, impl) => {
 const measureIsolated = (a, w) => {
     const res = { ops: 0 };
     for (const impl of IMPLS) {
-        if (impl === 'native' && !w.native) {
+        if (OPTIONAL.includes(impl) && !w[impl]) {
             res[impl] = null;
             continue;
         }
@@ -997,7 +1038,7 @@ const measureInProcess = async (a, w, libs) => {
     for (const impl of IMPLS) {
         runners[impl] = runnerOf(a, w, impl, libs[impl]);
     }
-    const samples = { poly: [], ref: [], native: [] };
+    const samples = { poly: [], ref: [], native: [], floor: [] };
     for (let i = 0; i < a.warmup + a.runs; ++i) {
         for (const impl of IMPLS) {
             if (runners[impl]) {
@@ -1009,7 +1050,7 @@ const measureInProcess = async (a, w, libs) => {
         }
     }
     return { ops: runners.poly.ops, poly: summarize(samples.poly), ref: summarize(samples.ref),
-        native: summarize(samples.native) };
+        native: summarize(samples.native), floor: summarize(samples.floor) };
 };
 
 // --------------------------------------------------------------------------
@@ -1037,10 +1078,12 @@ const lpad = (s, n) => String(s).padStart(n);
 const resultRow = (w, m) => {
     const ratioRef = m.poly.median / m.ref.median;
     const ratioNative = m.native ? m.poly.median / m.native.median : null;
+    const floor = m.floor || null;
     return {
         id: w.id, name: w.name, unit: w.unit, ops_per_run: m.ops,
-        poly: m.poly, ref: m.ref, native: m.native,
+        poly: m.poly, ref: m.ref, native: m.native, floor,
         ratio_ref: ratioRef, ratio_native: ratioNative,
+        floor_ref: floor ? floor.median / m.ref.median : null,
         target: w.target, met: ratioRef >= w.target,
     };
 };
@@ -1049,7 +1092,8 @@ const printRow = (r) => {
     const sp = Math.max(spread(r.poly), spread(r.ref), spread(r.native));
     console.log(`  ${pad(r.id, 16)} poly ${lpad(fmtOps(r.poly.median), 8)}  ref ${lpad(fmtOps(r.ref.median), 8)}` +
         `  native ${lpad(fmtOps(r.native && r.native.median), 8)}  poly/ref ${lpad(fmtRatio(r.ratio_ref), 7)}` +
-        `  poly/native ${lpad(fmtRatio(r.ratio_native), 7)}  spread ${lpad((sp * 100).toFixed(0), 3)}%`);
+        `  poly/native ${lpad(fmtRatio(r.ratio_native), 7)}  spread ${lpad((sp * 100).toFixed(0), 3)}%` +
+        (r.floor ? `  floor ${fmtOps(r.floor.median)} = ${fmtRatio(r.floor_ref)} ref` : ''));
 };
 
 const printSummary = (rows, a, meta) => {
@@ -1058,7 +1102,8 @@ const printSummary = (rows, a, meta) => {
         `${a.isolate ? 'one process per workload and implementation' : 'one process'}, ` +
         `NODE_ENV=${meta.node_env || '(unset)'}`);
     const hdr = `${pad('workload', 46)} ${lpad('unit', 10)} ${lpad('polyglot', 9)} ${lpad('asyncsteps', 10)}` +
-        ` ${lpad('poly/ref', 8)} ${lpad('native', 9)} ${lpad('poly/nat', 8)} ${lpad('target', 7)}  met`;
+        ` ${lpad('poly/ref', 8)} ${lpad('native', 9)} ${lpad('poly/nat', 8)} ${lpad('floor/ref', 9)}` +
+        ` ${lpad('target', 7)}  met`;
     console.log(hdr);
     console.log('-'.repeat(hdr.length));
     let met = 0;
@@ -1067,10 +1112,14 @@ const printSummary = (rows, a, meta) => {
         console.log(`${pad(r.name, 46)} ${lpad(r.unit, 10)} ${lpad(fmtOps(r.poly.median), 9)}` +
             ` ${lpad(fmtOps(r.ref.median), 10)} ${lpad(fmtRatio(r.ratio_ref), 8)}` +
             ` ${lpad(fmtOps(r.native && r.native.median), 9)} ${lpad(fmtRatio(r.ratio_native), 8)}` +
-            ` ${lpad(`>=${r.target}x`, 7)}  ${r.met ? 'yes' : 'NO'}`);
+            ` ${lpad(fmtRatio(r.floor_ref), 9)} ${lpad(`>=${r.target}x`, 7)}  ${r.met ? 'yes' : 'NO'}`);
     }
     console.log('-'.repeat(hdr.length));
     console.log(`targets met: ${met}/${rows.length} (target is on poly/ref; native is informative)`);
+    if (rows.some((r) => r.floor)) {
+        console.log('floor/ref: the same user work with no library at all (plain callbacks, each step called');
+        console.log('at once) over futoin-asyncsteps: the highest poly/ref any library could reach there');
+    }
 };
 
 // --------------------------------------------------------------------------
@@ -1105,7 +1154,7 @@ const main = async () => {
         `scale ${a.scale}, NODE_ENV=${meta.node_env || '(unset)'}`);
     console.log();
 
-    const libs = a.isolate ? null : { poly: loadLib(a, 'poly'), ref: loadLib(a, 'ref'), native: null };
+    const libs = a.isolate ? null : { poly: loadLib(a, 'poly'), ref: loadLib(a, 'ref'), native: null, floor: null };
     if (!a.isolate && typeof global.gc !== 'function') {
         console.log('(run node with --expose-gc for a collection before every run)');
     }
