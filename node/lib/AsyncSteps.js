@@ -154,6 +154,9 @@ const stateError = (state, name, error_info, deferred) => {
     return e;
 };
 
+// root._raised when no error() is on its way out of a callback (null is a
+// value user code may throw)
+const NOT_RAISED = Object.freeze({});
 const RAISE_ERROR = 0;
 const RAISE_BREAK = 1;
 const RAISE_CONT = 2;
@@ -183,7 +186,8 @@ const raise = (root, h, name, error_info) => {
     checkActive(h);
     const e = stateError(root.state, name, error_info, h === CUR);
     if (h === CUR) {
-        deferRaise(root, e, RAISE_ERROR, name, infoArg(error_info));
+        // the handlers get the thrown Error's message, as in futoin-asyncsteps
+        deferRaise(root, e, RAISE_ERROR, e.message, infoArg(error_info));
     } else {
         errorInC(root, h, name, infoArg(error_info));
         // handlers run now, as futoin-asyncsteps runs them in error()
@@ -202,11 +206,21 @@ const raise = (root, h, name, error_info) => {
     throw e;
 };
 
+/* any value as a string, even one whose conversion throws */
+const codeString = (v) => {
+    try {
+        return String(v);
+    } catch (e) {
+        return 'InternalError';
+    }
+};
+
+/* the code of a thrown value: an Error's message, else the value as a string */
 const errorCode = (e) => {
     if (e !== null && typeof e === 'object' && typeof e.message === 'string') {
         return e.message;
     }
-    return String(e);
+    return codeString(e);
 };
 
 const clampMs = (ms) => (ms > 0x7fffffff ? 0x7fffffff : (ms >= 0 ? Math.floor(ms) : 0));
@@ -250,8 +264,9 @@ const awaitFailed = (root, as, reason) => {
         state.error_info = undefined;
         errorInC(root, as._h, 'PromiseReject', undefined);
     } else {
-        const err = String(reason || 'PromiseReject');
-        state.last_exception = new Error(err);
+        // the handlers get the reason itself, as in futoin-asyncsteps
+        const err = reason || 'PromiseReject';
+        state.last_exception = new Error(codeString(err));
         state.error_info = undefined;
         errorInC(root, as._h, err, undefined);
     }
@@ -642,7 +657,7 @@ class AsyncSteps {
         this._slow = false;
         this._running = false;
         this._h = undefined;
-        this._raised = null;
+        this._raised = NOT_RAISED;
         this._jsErr = null;
         this._jsInfo = undefined;
         this._reject = null;
@@ -1353,7 +1368,7 @@ const onThrow = (root, as, e) => {
         if (e !== root._raised) {
             root.state.last_exception = e;
         }
-        root._raised = null;
+        root._raised = NOT_RAISED;
         return;
     }
     if (as._h === ITER_H && ITER_K !== 0) {
@@ -1361,7 +1376,7 @@ const onThrow = (root, as, e) => {
         ITER_K = 0;
     }
     if (e === root._raised) {
-        root._raised = null;
+        root._raised = NOT_RAISED;
         const kind = root._raiseKind;
         if (kind === RAISE_ERROR) {
             root.state.last_exception = e;

@@ -84,6 +84,29 @@ test('a promise rejected with a string: the string is the code', T, async () => 
     assert.strictEqual(r2.err, 'EarlyString');
 });
 
+test('a promise rejected with another value while waiting: the handler gets the value itself', T,
+    async () => {
+        for (const reason of [{ code: 'NotFound' }, 42]) {
+            const d = deferred();
+            const r = await runFlow((as) => {
+                as.await(d.promise);
+                setTimeout(() => d.reject(reason), 2);
+            });
+            assert.strictEqual(r.err, reason);
+            assert.ok(r.state.last_exception instanceof Error);
+            assert.strictEqual(r.state.last_exception.message, String(reason));
+            assert.strictEqual(r.info, undefined);
+        }
+        // rejected before its step runs: error(reason) inside the step, the
+        // code is the Error's message
+        const early = Promise.reject({ code: 'Early' });
+        const r2 = await runFlow((as) => {
+            as.add(tick);
+            as.await(early);
+        });
+        assert.strictEqual(r2.err, '[object Object]');
+    });
+
 test('a promise rejected with no reason: PromiseReject', T, async () => {
     const d = deferred();
     const r = await runFlow((as) => {

@@ -141,6 +141,33 @@ test('an exception thrown in a handler replaces the code with its message', T, a
     assert.strictEqual(r.state.last_exception, thrown);
 });
 
+test('as.error() of a code that is no string: the handler gets the Error\'s message', T, async () => {
+    for (const [code, want] of [[123, '123'], [undefined, ''], [{ x: 1 }, '[object Object]']]) {
+        const r = await runFlow((as) => {
+            as.error(code);
+        });
+        assert.strictEqual(r.err, want);
+        assert.strictEqual(r.state.last_exception.message, want);
+    }
+});
+
+test('as.error() of a code that is no string from an event: the handler gets the code itself', T,
+    async () => {
+        const code = { status: 404 };
+        const r = await runFlow((as) => {
+            as.waitExternal();
+            setTimeout(() => {
+                try {
+                    as.error(code);
+                } catch (e) {
+                    // error() throws, the caller catches
+                }
+            }, 1);
+        });
+        assert.strictEqual(r.err, code);
+        assert.strictEqual(r.state.last_exception.message, '[object Object]');
+    });
+
 test('a thrown non-FutoIn exception: its message is the code, the object is last_exception', T, async () => {
     class Custom extends Error {}
     for (const thrown of [new TypeError('boom'), new Custom('custom'), { message: 'plain object' }]) {
@@ -152,6 +179,21 @@ test('a thrown non-FutoIn exception: its message is the code, the object is last
         assert.strictEqual(r.err, thrown.message);
         assert.strictEqual(r.state.last_exception, thrown);
         assert.strictEqual(r.info, 'stale'); // error_info is set by as.error() only
+    }
+});
+
+test('a thrown value that is no Error: String(value) is the code, even when that throws', T, async () => {
+    const hostile = {
+        toString() {
+            throw new Error('no string for you');
+        },
+    };
+    for (const [thrown, want] of [[42, '42'], ['text', 'text'], [null, 'null'], [hostile, 'InternalError']]) {
+        const r = await runFlow((as) => {
+            throw thrown;
+        });
+        assert.strictEqual(r.err, want);
+        assert.strictEqual(r.state.last_exception, thrown);
     }
 });
 
