@@ -18,7 +18,7 @@ const N = require('./binding');
 const reg = require('./registry');
 const AsyncTool = require('./AsyncTool');
 const AsyncToolTest = require('./AsyncToolTest');
-const { isProduction, checkFunc, checkOnError, checkLabel } = require('./common');
+const { isProduction, checkFunc, checkOnError } = require('./common');
 const NATIVE_SYNC = require('./syncobj').NativeSync.prototype.sync;
 
 // what a callback did, read by C (JS_F_* in src/addon.h)
@@ -225,6 +225,52 @@ const errorCode = (e) => {
 
 const clampMs = (ms) => (ms > 0x7fffffff ? 0x7fffffff : (ms >= 0 ? Math.floor(ms) : 0));
 
+/* a number, or a numeric string as Node's own timers take it; else NaN */
+const numberOf = (v) => (typeof v === 'number' ? v :
+    (typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN));
+
+/* milliseconds of setTimeout() (NaN, a number, is 0 there and here) */
+const msOf = (ms) => {
+    const n = numberOf(ms);
+    if (Number.isNaN(n) && typeof ms !== 'number') {
+        throw new TypeError('setTimeout() expects milliseconds');
+    }
+    return n;
+};
+
+/* repeat(count): futoin-asyncsteps runs the body while `i < count`, so a
+ * numeric string counts and 2.5 means 3; what is no number would never end
+ * there and is refused here */
+const countOf = (count) => {
+    const n = numberOf(count);
+    if (Number.isNaN(n)) {
+        throw new TypeError('repeat() expects a count');
+    }
+    return n > 0 ? Math.ceil(n) : 0;
+};
+
+/* loop labels: any value, matched by identity as in futoin-asyncsteps; C
+ * matches strings, so other values get a key of their own. A falsy label is
+ * none (break(0) acts on the innermost loop there too). */
+const LABEL_KEYS = new Map();
+const LABEL_OBJ_KEYS = new WeakMap();
+const labelKey = (label) => {
+    if (!label) {
+        return undefined;
+    }
+    if (typeof label === 'string') {
+        return label;
+    }
+    const keys = (typeof label === 'object' || typeof label === 'function') ? LABEL_OBJ_KEYS : LABEL_KEYS;
+    let k = keys.get(label);
+    if (k === undefined) {
+        k = `\u001flabel#${++labelKey.n}`; // no NUL: C keeps C strings
+        keys.set(label, k);
+    }
+    return k;
+};
+labelKey.n = 0;
+
 /* ---- loops over collections, shared by roots and steps ---- */
 
 const forEachImpl = (asi, map_or_list, func, label) => {
@@ -243,14 +289,15 @@ const forEachImpl = (asi, map_or_list, func, label) => {
             const [key, value] = next.value;
             func(as, key, value);
         }, label);
-    } else if (map_or_list !== null && typeof map_or_list === 'object') {
+    } else if (map_or_list !== null && map_or_list !== undefined) {
+        // anything else by its own keys, as futoin-asyncsteps (a string by index)
         const obj = map_or_list;
         const keys = Object.keys(obj);
         asi.repeat(keys.length, (as, i) => {
             func(as, keys[i], obj[keys[i]]);
         }, label);
     } else {
-        throw new TypeError('forEach() expects an Array, a Map or an object');
+        throw new TypeError('forEach() expects an Array, a Map or an object, got ' + map_or_list);
     }
 };
 
@@ -425,9 +472,7 @@ class AsyncStepProtector {
 
     setTimeout(timeout_ms) {
         sanity(this);
-        if (typeof timeout_ms !== 'number') {
-            throw new TypeError('setTimeout() expects milliseconds');
-        }
+        timeout_ms = msOf(timeout_ms);
         if (this._h === CUR) {
             queue(CUR, OP_TIMEOUT, clampMs(timeout_ms), 0);
         } else {
@@ -484,8 +529,7 @@ class AsyncStepProtector {
     loop(func, label) {
         sanity(this);
         checkFunc(this, func);
-        checkLabel(label);
-        N.loop(this._h, register(func, undefined), label);
+        N.loop(this._h, register(func, undefined), labelKey(label));
         this._f |= F_ADDED;
         return this;
     }
@@ -493,11 +537,8 @@ class AsyncStepProtector {
     repeat(count, func, label) {
         sanity(this);
         checkFunc(this, func);
-        checkLabel(label);
-        if (typeof count !== 'number') {
-            throw new TypeError('repeat() expects a count');
-        }
-        N.repeat(this._h, register(func, undefined), count, label);
+        const n = countOf(count);
+        N.repeat(this._h, register(func, undefined), n, labelKey(label));
         this._f |= F_ADDED;
         return this;
     }
@@ -518,7 +559,7 @@ class AsyncStepProtector {
 
     _loopCtl(label, code, kind) {
         sanity(this);
-        checkLabel(label);
+        label = labelKey(label);
         checkActive(this._h);
         const e = new Error(code);
         // a loop that takes it leaves no exception behind, as in futoin-asyncsteps
@@ -911,17 +952,15 @@ class AsyncSteps {
 
     loop(func, label) {
         checkFunc(this, func);
-        checkLabel(label);
-        return this._call((t) => N.loop(t._materialize(), register(func, undefined), label));
+        const key = labelKey(label);
+        return this._call((t) => N.loop(t._materialize(), register(func, undefined), key));
     }
 
     repeat(count, func, label) {
         checkFunc(this, func);
-        checkLabel(label);
-        if (typeof count !== 'number') {
-            throw new TypeError('repeat() expects a count');
-        }
-        return this._call((t) => N.repeat(t._materialize(), register(func, undefined), count, label));
+        const n = countOf(count);
+        const key = labelKey(label);
+        return this._call((t) => N.repeat(t._materialize(), register(func, undefined), n, key));
     }
 
     forEach(map_or_list, func, label) {

@@ -43,12 +43,6 @@ const checkOnError = (asi, onerror) => {
     lastEh = onerror;
 };
 
-const checkLabel = (label) => {
-    if (label !== undefined && label !== null && typeof label !== 'string') {
-        throw new TypeError(`loop label must be a string, got ${typeof label}`);
-    }
-};
-
 const noop = () => {};
 
-module.exports = { isProduction, checkFunc, checkOnError, checkLabel, noop };
+module.exports = { isProduction, checkFunc, checkOnError, noop };

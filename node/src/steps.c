@@ -877,8 +877,13 @@ static napi_value n_repeat(napi_env env, napi_callback_info info)
     GET_ARGS(4);
     double count = 0;
     napi_get_value_double(env, argv[2], &count);
-    if (!(count > 0)) {
-        count = 0;
+    /* JS runs the body while i < count: 2.5 is 3; Infinity, beyond size_t, is endless */
+    size_t n = 0;
+    if (count >= 18446744073709551616.0) {
+        n = SIZE_MAX;
+    } else if (count > 0) {
+        n = (size_t)count;
+        n += (double)n < count;
     }
     FutoInAsyncSteps* bsi;
     jfrag* f = frag_for(env, e, argv[0], argv[1], &bsi, "repeat() on a completed step");
@@ -886,7 +891,7 @@ static napi_value n_repeat(napi_env env, napi_callback_info info)
         return NULL;
     }
     char* label = js_strdup(env, argv[3]);
-    bsi->api->repeat(bsi, f, (size_t)count, f->root->foreign ? tr_repeat : tr_host_repeat, label);
+    bsi->api->repeat(bsi, f, n, f->root->foreign ? tr_repeat : tr_host_repeat, label);
     free(label);
     return NULL;
 }

@@ -347,6 +347,19 @@ test('a timeout goes to the error handler of the waiting step', T, async () => {
     assert.strictEqual(cancelled, 1);
 });
 
+test('setTimeout() takes a numeric string as Node\'s timers do; anything else is a TypeError', T,
+    async () => {
+        const r = await runFlow((as) => {
+            as.setTimeout('2');
+        });
+        assert.strictEqual(r.err, 'Timeout');
+        const r2 = await runFlow((as) => {
+            as.setTimeout('soon');
+        });
+        assert.match(r2.err, /setTimeout\(\) expects milliseconds/);
+        assert.ok(r2.state.last_exception instanceof TypeError);
+    });
+
 test('an external as.error() from an event fails the waiting step', T, async () => {
     const r = await runFlow((as) => {
         as.add(

@@ -355,3 +355,73 @@ test('a continue() from a later iteration goes on with the one after it, to the 
     assert.strictEqual(r.err, null);
     assert.deepStrictEqual(seen, Array.from({ length: 130 }, (_, i) => i));
 });
+
+// what futoin-asyncsteps accepts, accepted the same way
+
+test('repeat() counts as `i < count` does: 2.5 runs 3 times, \'3\' 3 times, Infinity until break', T,
+    async () => {
+        for (const [count, want] of [[2.5, 3], ['3', 3], [-1, 0], [0.1, 1]]) {
+            const seen = [];
+            const r = await runFlow((as) => {
+                as.repeat(count, (as, i) => {
+                    seen.push(i);
+                });
+            });
+            assert.strictEqual(r.err, null, r.info);
+            assert.strictEqual(seen.length, want, `repeat(${JSON.stringify(count)})`);
+        }
+        const seen = [];
+        const r = await runFlow((as) => {
+            as.repeat(Infinity, (as, i) => {
+                seen.push(i);
+                if (i === 4) {
+                    as.break();
+                }
+            });
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(seen, [0, 1, 2, 3, 4]);
+        // a count that is no number at all would never end there: refused here
+        for (const bad of [NaN, 'three', undefined]) {
+            assert.throws(() => $as().repeat(bad, (as) => {}), TypeError);
+        }
+    });
+
+test('forEach() over any other value walks its own keys (a string by index, a number none)', T,
+    async () => {
+        const seen = [];
+        const r = await runFlow((as) => {
+            as.forEach('ab', (as, k, v) => {
+                seen.push([k, v]);
+            });
+            as.forEach(5, (as, k, v) => {
+                seen.push(['num', k]);
+            });
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(seen, [['0', 'a'], ['1', 'b']]);
+        assert.throws(() => $as().forEach(null, (as) => {}), TypeError);
+    });
+
+test('loop labels of any type match by identity', T, async () => {
+    const OBJ = {};
+    for (const [label, target, wantOuter] of [[7, 7, 0], [OBJ, OBJ, 0], [7, '7', -1]]) {
+        let outer = 0;
+        const r = await runFlow((as) => {
+            as.loop((as) => {
+                if (outer++ === 1) {
+                    as.break();
+                }
+                as.loop((as) => {
+                    as.break(target);
+                });
+            }, label);
+        });
+        if (wantOuter === 0) {
+            assert.strictEqual(r.err, null, r.info);
+            assert.strictEqual(outer, 1); // the labelled outer loop ended at once
+        } else {
+            assert.strictEqual(r.err, 'LoopBreak'); // '7' is not 7: no loop takes it
+        }
+    }
+});
