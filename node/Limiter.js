@@ -5,10 +5,10 @@
  * period_ms, burst queue) in one object, as futoin-asyncsteps' Limiter.
  */
 
-const { NativeSync, N, onTestTool } = require('./lib/syncobj');
+const { NativeSync, N, onTestTool, numArg } = require('./lib/syncobj');
 
 const opt = (options, name, dflt) => {
-    const v = options[name];
+    const v = numArg(options[name]);
     if (v === undefined || v === null || v === 0 && dflt !== 0) {
         return dflt;
     }

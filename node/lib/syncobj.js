@@ -60,10 +60,15 @@ const onTestTool = () => {
     return main.ActiveAsyncTool === main.AsyncToolTest;
 };
 
+/* a number, or a numeric string (futoin-asyncsteps compares what it is
+ * given, so '2' works there); anything else as it is, to be refused */
+const numArg = (v) => (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v)) ? Number(v) : v);
+
 const queueLimit = (max_queue) => {
     if (max_queue === null || max_queue === undefined) {
         return null;
     }
+    max_queue = numArg(max_queue);
     if (typeof max_queue !== 'number' || !(max_queue >= 0)) {
         throw new TypeError('max_queue must be a non-negative number or null');
     }
@@ -71,10 +76,11 @@ const queueLimit = (max_queue) => {
 };
 
 const positive = (v, what) => {
+    v = numArg(v);
     if (typeof v !== 'number' || !(v >= 0)) {
         throw new TypeError(`${what} must be a non-negative number`);
     }
     return v;
 };
 
-module.exports = { NativeSync, N, onTestTool, queueLimit, positive };
+module.exports = { NativeSync, N, onTestTool, queueLimit, positive, numArg };

@@ -61,6 +61,25 @@ test('Mutex(max): up to max flows inside at once', T, async () => {
     assert.deepStrictEqual(trace, ['a', 'b', 'c', 'd', 'e']);
 });
 
+test('sync objects take numeric strings for their numbers, as futoin-asyncsteps', T, async () => {
+    for (const obj of [new Mutex('2', '5'), new Limiter({ concurrent: '2', max_queue: '5', rate: '10' })]) {
+        const trace = [];
+        const ends = ['a', 'b', 'c'].map((n) => flow((as) => as.sync(obj, hold(trace, n))));
+        assert.deepStrictEqual(trace, ['a in', 'b in']); // max '2': two inside
+        const res = await Promise.all(ends);
+        assert.deepStrictEqual(res.map((r) => r.err), [null, null, null]);
+    }
+    const thr = new Throttle('1', '10', '3');
+    const trace = [];
+    const ends = ['a', 'b'].map((n) => flow((as) => as.sync(thr, (as) => {
+        trace.push(n);
+    })));
+    assert.deepStrictEqual(trace, ['a']); // one entry per period
+    await Promise.all(ends);
+    assert.deepStrictEqual(trace, ['a', 'b']);
+    assert.throws(() => new Mutex('many'), TypeError);
+});
+
 test('Mutex: the section gets the previous result; its result goes on', T, async () => {
     const mtx = new Mutex();
     const got = [];
