@@ -92,8 +92,9 @@ exports.run = function() {
     }
 };
 
-/* called from C when a callLater() event is due */
-exports._fire = (key) => {
+/* called from C when a callLater() event is due (not enumerable: the keys
+ * are futoin-asyncsteps' ones) */
+const fire = (key) => {
     const e = events.get(key);
     if (e) {
         events.delete(key);
@@ -104,3 +105,4 @@ exports._fire = (key) => {
         }
     }
 };
+Object.defineProperty(exports, '_fire', { value: fire });

@@ -31,6 +31,14 @@ test('installAsyncToolTest() installs AsyncToolTest, (false) restores AsyncTool'
     assert.strictEqual($as.ActiveAsyncTool, $as.AsyncTool);
 });
 
+test('AsyncTool and AsyncToolTest have the keys of futoin-asyncsteps\' ones, no more', () => {
+    assert.deepStrictEqual(Object.keys($as.AsyncTool).sort(),
+        ['callImmediate', 'callLater', 'cancelCall', 'cancelImmediate']);
+    assert.deepStrictEqual(Object.keys($as.AsyncToolTest).sort(),
+        ['callImmediate', 'callLater', 'cancelCall', 'cancelImmediate', 'getEvents', 'hasEvents', 'nextEvent',
+            'resetEvents', 'run']);
+});
+
 test('AsyncTool: callLater/cancelCall and callImmediate/cancelImmediate on the real loop', T, async () => {
     const tool = $as.AsyncTool;
     const trace = [];
