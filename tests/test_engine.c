@@ -774,9 +774,112 @@ static void host_error_handlers_recover_add_raise_and_pass_on(void** state)
                  "|unhandled:Fail:i1|step:re|eh:re:Fail|eh:outer:Other|unhandled:Other:i2");
 }
 
+/* host_peek_of(): the kind of the host step of a flow next in line, not
+ * taken; a host running the handlers of an external error alone stops
+ * before the step after them */
+static void host_peek_tells_a_handler_from_a_step(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    futoin_tool_set_host_error(g_fx.tool, eh_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    assert_int_equal(futoin_tool_host_peek_of(r), -1); /* not running */
+    r->api->add(r, "rec", f_host, eh_host);
+    r->api->add(r, "next", f_host, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_STEP);
+    assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_STEP); /* still there */
+    void* data;
+    const FutoInArgs* args;
+    FutoInAsyncSteps* bsi = futoin_tool_host_next_of(r, &data, &args);
+    assert_non_null(bsi);
+    assert_int_equal(futoin_tool_host_peek_of(r), -1); /* taken */
+    bsi->api->waitExternal(bsi);
+    futoin_tool_host_done(bsi);
+    bsi->api->handle_error(bsi, "Ext", NULL); /* from outside */
+    assert_int_equal(futoin_steps_execute_nested(r), 1);
+    assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_ERROR);
+    bsi = futoin_tool_host_next_of(r, &data, &args);
+    assert_string_equal(futoin_tool_host_error(bsi), "Ext");
+    bsi->api->success(bsi, NULL);
+    futoin_tool_host_done(bsi);
+    assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_STEP);
+    bsi = futoin_tool_host_next_of(r, &data, &args);
+    assert_non_null(bsi);
+    assert_string_equal((const char*)data, "next");
+    futoin_tool_host_done(bsi);
+    assert_int_equal(futoin_tool_host_peek_of(r), -1);
+    /* bad input */
+    assert_int_equal(futoin_tool_host_peek_of(NULL), -1);
+}
+
+/* a host step of a parallel branch that waits */
+static FutoInAsyncSteps* g_branch_waiting;
+
+static void f_host_parallel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, NULL, NULL);
+    p->api->add(p, "b1", f_host, eh_host);
+    p->api->add(p, "b2", f_host, NULL);
+}
+
+/* unwind_now(): an error raised from outside on a step of a parallel branch
+ * unwinds now, up to the branch's own host handler, then, not handled, up to
+ * the parallel's */
+static void host_branch_error_runs_at_once(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    futoin_tool_set_host_error(g_fx.tool, eh_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "par", f_host_parallel, eh_host);
+    r->api->add(r, "after", f_host, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    void* data;
+    const FutoInArgs* args;
+    FutoInAsyncSteps* bsi;
+    g_branch_waiting = NULL;
+    for (int turn = 0; turn < 3; ++turn) {
+        futoin_tool_iterate(g_fx.tool, 0);
+        while ((bsi = futoin_tool_host_next(g_fx.tool, &data, &args))) {
+            bsi->api->waitExternal(bsi); /* both branches wait */
+            if (!strcmp(data, "b1")) {
+                g_branch_waiting = bsi;
+            }
+            futoin_tool_host_done(bsi);
+        }
+    }
+    assert_non_null(g_branch_waiting);
+    assert_int_equal(futoin_steps_unwind_now(r), 0); /* nothing to unwind */
+    g_branch_waiting->api->handle_error(g_branch_waiting, "Ext", NULL); /* from outside */
+    assert_int_equal(futoin_steps_execute_nested(r), 0); /* the main strand waits */
+    assert_int_equal(futoin_steps_unwind_now(r), 1);
+    assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_ERROR);
+    bsi = futoin_tool_host_next_of(r, &data, &args);
+    assert_string_equal(data, "b1");
+    assert_string_equal(futoin_tool_host_error(bsi), "Ext");
+    futoin_tool_host_done(bsi); /* not handled: b2 is cancelled, the parallel fails */
+    assert_int_equal(futoin_steps_unwind_now(r), 1);
+    assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_ERROR);
+    bsi = futoin_tool_host_next_of(r, &data, &args);
+    assert_string_equal(data, "par");
+    bsi->api->success(bsi, NULL);
+    futoin_tool_host_done(bsi);
+    assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_STEP); /* "after" waits its turn */
+    assert_int_equal(futoin_steps_unwind_now(r), 0);
+    host_run_all();
+    assert_trace("host:after");
+    assert_int_equal(futoin_steps_unwind_now(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+            T(host_peek_tells_a_handler_from_a_step),
+            T(host_branch_error_runs_at_once),
             T(host_steps_interleave_with_engine_steps),
             T(host_step_waiting_is_completed_from_outside),
             T(host_step_executing_another_root_only_schedules_it),

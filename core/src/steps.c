@@ -1409,6 +1409,24 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
     return NULL;
 }
 
+int futoin_tool_host_peek_of(FutoInAsyncSteps* root)
+{
+    if (!root || !futoin_steps_is_native(root)) {
+        return -1;
+    }
+    fstep* s = fstep_of(root);
+    if (s->kind != FK_ROOT || s->state == FS_FREE || !s->flow->host_queued) {
+        return -1;
+    }
+    fflow* fl = s->flow;
+    for (fstrand* st = fl->tool->host_head; st; st = st->host_next) {
+        if (st->flow == fl) {
+            return futoin_tool_host_kind(&st->top->iface, NULL);
+        }
+    }
+    return -1;
+}
+
 void futoin_tool_host_done(FutoInAsyncSteps* bsi)
 {
     if (!futoin_steps_is_native(bsi)) {
@@ -1478,6 +1496,53 @@ void futoin_steps_set_done(FutoInAsyncSteps* root, void (*done)(FutoInAsyncSteps
 int futoin_steps_execute_nested(FutoInAsyncSteps* root)
 {
     return execute_burst(root, 1);
+}
+
+/* the newest strand of fl queued with an error to unwind, or NULL (errors
+ * from outside and failed branches are queued last: found near the tail) */
+static fstrand* queued_error_of(fflow* fl)
+{
+    for (ftask* task = fl->tool->q_tail; task; task = task->prev) {
+        if (task->cb == strand_run) {
+            fstrand* b = task->data;
+            if (b->flow == fl && b->err_pending) {
+                return b;
+            }
+        }
+    }
+    return NULL;
+}
+
+int futoin_steps_unwind_now(FutoInAsyncSteps* root)
+{
+    if (!futoin_steps_is_native(root)) {
+        return 0;
+    }
+    fstep* s = fstep_of(root);
+    if (s->kind != FK_ROOT || s->state == FS_FREE) {
+        return 0;
+    }
+    fflow* fl = s->flow;
+    FutoInAsyncTool* t = fl->tool;
+    /* as execute_burst(), inside a host step: never inside the tool's own callbacks */
+    if (t->running || !ftool_is_loop_thread(t)) {
+        return 0;
+    }
+    const uint32_t gen = fl->base.gen;
+    uint32_t left = t->burst; /* bounded, as any burst */
+    int ran = 0;
+    fstrand* st;
+    while (left-- && fl->base.gen == gen && (fl->flags & FL_RUNNING) && (st = queued_error_of(fl))) {
+        ftool_task_remove(t, &st->task);
+        t->running = 1;
+        strand_run(st);
+        t->running = 0;
+        ran = 1;
+    }
+    if (ran) {
+        ftool_rearm(t);
+    }
+    return ran;
 }
 
 /* inside_host_step: the host may be running a step it took (no engine

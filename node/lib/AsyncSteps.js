@@ -35,6 +35,7 @@ const HOST_TAKE = 16;
 const HOST_FINISH = 32;
 const HOST_NESTED = 64;
 const HOST_MORE = 512; // hostDone, nested: tell in SH_MORE whether other work is ready (await only)
+const HOST_ERRORS = 2048; // hostDone, nested: take only error handlers (an error raised from outside)
 const CODE_SAME = 1; // low bits of an error handler's code: the error is root._jsErr
 const CODE_NUM1 = 6; // low bits of a step code: one number in reg.nums[0] (JS_CODE_NUM1)
 const MODE_REPEAT_BITS = 16; // MODE_REPEAT (2) << 3 in a step code
@@ -190,17 +191,20 @@ const raise = (root, h, name, error_info) => {
         deferRaise(root, e, RAISE_ERROR, e.message, infoArg(error_info));
     } else {
         errorInC(root, h, name, infoArg(error_info));
-        // handlers run now, as futoin-asyncsteps runs them in error()
-        if (!root._test) {
-            N.runNow();
-        } else if (!root._foreign && root._h !== undefined) {
-            // virtual time: this flow alone, no event used up (inside an
-            // event, as soon as the event's callback returns)
-            if (N.flowNow(root._h)) {
-                runAlone(true);
-            } else {
-                reg.afterEvent.push(root);
+        // its handlers run now, as futoin-asyncsteps runs them in error();
+        // the steps after them wait for a turn, as after any completion
+        // from outside (virtual time: no event used up; inside an event, as
+        // soon as the event's callback returns)
+        if (root._foreign || root._h === undefined) {
+            if (!root._test) {
+                N.runNow();
             }
+        } else if (N.flowNow(root._h, true)) {
+            runAlone(root._test, HOST_ERRORS);
+        } else if (root._test) {
+            reg.afterEvent.push(root);
+        } else {
+            N.runNow();
         }
     }
     throw e;
@@ -1624,8 +1628,8 @@ reg.runAfterEvent = () => {
     const roots = reg.afterEvent;
     while (roots.length !== 0) {
         const root = roots.shift();
-        if (root._h !== undefined && N.flowNow(root._h)) {
-            runAlone(true);
+        if (root._h !== undefined && N.flowNow(root._h, true)) {
+            runAlone(true, HOST_ERRORS);
         }
     }
 };

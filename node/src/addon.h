@@ -37,6 +37,7 @@
 #define JS_F_BATCH 128 /* hostDone: the step was a batch of JS steps, SH_BATCH more of them ran */
 #define JS_HOST_MORE 512 /* hostDone, nested: set SH_MORE when the flow has no JS step left (await) */
 #define JS_F_ITERS 1024 /* hostDone: a loop body that ran SH_ITER more iterations of its loop (host_loop_ran) */
+#define JS_HOST_ERRORS 2048 /* hostDone, nested: take only error handlers (an error raised from outside) */
 #define JS_CODE_SAME 1    /* low 3 bits of an error handler's code: the error JS saw last */
 
 enum hkind

@@ -1027,6 +1027,32 @@ static int32_t host_take_live(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t s
     return rs->kind == HK_ROOT && rs->gen == gen && rs->root == r ? host_take(e, t, r) : 0;
 }
 
+/* host_take_live(), errors_only: only an error handler, after what else of
+ * the flow waits to unwind (a parallel its branch failed); the step after
+ * the handlers of an error raised from outside waits for a turn of its own,
+ * as after any completion from outside */
+static int32_t host_take_next(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen, int errors_only)
+{
+    if (errors_only) {
+        const hslot* rs = &e->slots[slot];
+        int live = rs->kind == HK_ROOT && rs->gen == gen && rs->root == r;
+        if (live && futoin_tool_host_peek_of(r->bsi) != FUTOIN_HOST_ERROR) {
+            jlazy lz;
+            lz_enter(e, &lz);
+            futoin_steps_unwind_now(r->bsi);
+            lz_leave(e, &lz);
+            live = rs->kind == HK_ROOT && rs->gen == gen && rs->root == r;
+        }
+        if (!live || futoin_tool_host_peek_of(r->bsi) != FUTOIN_HOST_ERROR) {
+            if (t == e->tool && futoin_tool_host_pending(t)) {
+                jd_arm_ready(e);
+            }
+            return 0;
+        }
+    }
+    return host_take_live(e, t, r, slot, gen);
+}
+
 /* hostNext(): SH_HOST_IN holds JS_HOST_TEST for the test tool; the code of
  * the next JS step to run (0: none) comes back in SH_HOST_OUT. Arguments
  * and results go through shared memory: this is paid once per step. */
@@ -1100,7 +1126,7 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
         return NULL;
     }
     if (flags & JS_HOST_NESTED) {
-        e->sh[SH_HOST_OUT] = only ? host_take_live(e, t, only, only_slot, only_gen) : 0;
+        e->sh[SH_HOST_OUT] = only ? host_take_next(e, t, only, only_slot, only_gen, flags & JS_HOST_ERRORS) : 0;
         if (!e->sh[SH_HOST_OUT]) {
             if (flags & JS_HOST_MORE) {
                 e->sh[SH_MORE] = other_ready(e, t);
@@ -1115,34 +1141,38 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
     return NULL;
 }
 
-/* root r's flow goes on now, alone; its first JS step in SH_HOST_OUT */
-static int flow_now(jsenv* e, jroot* r)
+/* root r's flow goes on now, alone; its first JS step in SH_HOST_OUT
+ * (errors_only: only what unwinds an error raised from outside, up to an
+ * error handler) */
+static int flow_now(jsenv* e, jroot* r, int errors_only)
 {
     FutoInAsyncTool* tool = r->tool;
     const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
     jlazy lz;
     lz_enter(e, &lz);
-    int ran = futoin_steps_execute_nested(r->bsi);
+    int ran = errors_only ? futoin_steps_unwind_now(r->bsi) : futoin_steps_execute_nested(r->bsi);
     lz_leave(e, &lz);
-    e->sh[SH_HOST_OUT] = host_take_live(e, tool, r, rslot, rgen);
+    e->sh[SH_HOST_OUT] = host_take_next(e, tool, r, rslot, rgen, errors_only);
     return ran;
 }
 
-/* flowNow(h) -> whether it ran: the flow of root h goes on now, alone, when
- * it is ready (an error() from outside under AsyncToolTest runs its
- * handlers inside the call, as futoin-asyncsteps does); not inside the
- * scheduler's own callbacks. Its first JS step comes back in SH_HOST_OUT as
- * from execute() with JS_HOST_NESTED */
+/* flowNow(h, errorsOnly) -> whether it ran: the flow of root h goes on
+ * now, alone, when it is ready (an error() from outside runs its handlers
+ * inside the call, as futoin-asyncsteps does: errorsOnly, no step after
+ * them); not inside the scheduler's own callbacks. Its first JS step comes
+ * back in SH_HOST_OUT as from execute() with JS_HOST_NESTED */
 static napi_value n_flow_now(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(1);
+    GET_ARGS(2);
+    bool errors_only = false;
+    napi_get_value_bool(env, argv[1], &errors_only);
     e->sh[SH_HOST_OUT] = 0;
     hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
     if (!h || !h->root->running) {
         return NULL;
     }
     FutoInAsyncTool* tool = h->root->tool; /* the flow may end and its root go */
-    const int ran = flow_now(e, h->root);
+    const int ran = flow_now(e, h->root, errors_only);
     e->sh[SH_MORE] = ran && other_ready(e, tool);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran != 0, &out));
@@ -1168,7 +1198,7 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     h->bsi->api->success(h->bsi, &a);
     futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
     FutoInAsyncTool* tool = r ? r->tool : NULL; /* the flow may end and its root go */
-    int ran = r && !r->foreign && r->running && flow_now(e, r);
+    int ran = r && !r->foreign && r->running && flow_now(e, r, 0);
     e->sh[SH_MORE] = ran && other_ready(e, tool);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran, &out));

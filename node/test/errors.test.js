@@ -380,6 +380,54 @@ test('an external as.error() from an event fails the waiting step', T, async () 
     assert.deepStrictEqual(r.args, ['handled External', 'from an event']);
 });
 
+/* a flow whose step waits; an event 1 ms later calls as.error('Ext') and
+ * catches it; `handler` is the step's error handler */
+const externalError = (handler, outer) => new Promise((resolve) => {
+    const trace = [];
+    const root = $as();
+    root.add((as) => {
+        as.add((as) => {
+            as.waitExternal();
+            setTimeout(() => {
+                try {
+                    as.error('Ext');
+                } catch (e) {
+                    trace.push(`thrown ${e.message}`);
+                }
+                trace.push('event end');
+            }, 1);
+        }, (as, err) => handler(as, err, trace));
+    }, (as, err) => {
+        trace.push(`outer ${err}`);
+        outer(as);
+    });
+    root.add((as) => {
+        trace.push('next');
+    });
+    root.add((as) => resolve(trace));
+    root.execute();
+});
+
+test('an external error(): its handlers run inside the call, the steps after them on a later turn', T,
+    async () => {
+        // recovered by the step's own handler
+        assert.deepStrictEqual(await externalError((as, err, trace) => {
+            trace.push(`handler ${err}`);
+            as.success();
+        }), ['handler Ext', 'thrown Ext', 'event end', 'next']);
+        // a handler that adds a step: that step is one of the steps after
+        assert.deepStrictEqual(await externalError((as, err, trace) => {
+            trace.push(`handler ${err}`);
+            as.add((as) => {
+                trace.push('added');
+            });
+        }), ['handler Ext', 'thrown Ext', 'event end', 'added', 'next']);
+        // not handled there: the outer handler runs inside the call too
+        assert.deepStrictEqual(await externalError((as, err, trace) => {
+            trace.push(`handler ${err}`);
+        }, (as) => as.success()), ['handler Ext', 'outer Ext', 'thrown Ext', 'event end', 'next']);
+    });
+
 test('error() on a root whose flow waits fails that flow at its waiting step', T, async () => {
     const trace = [];
     const root = $as();

@@ -145,6 +145,13 @@ FUTOIN_API int futoin_steps_execute_burst(FutoInAsyncSteps* root);
 /* The same, also while the host runs a step it took with host_next() (the
  * JS reference runs a flow executed inside a step at once, nested). */
 FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
+/* The strands of root's flow that wait with an error to unwind (raised on
+ * one of its steps from outside, or a parallel branch that failed) run now,
+ * newest first, until none is left (at most a burst of them): a host runs
+ * the handlers of such an error inside the call that raised it. A strand
+ * that reaches a host handler leaves it to the host (host_peek_of() tells).
+ * 0: none ran (none waits, or inside the tool's callbacks). */
+FUTOIN_API int futoin_steps_unwind_now(FutoInAsyncSteps* root);
 /* `done(root, data)` runs right after the last step of each run of root's
  * flow that completes (not on an unhandled error, nor on cancel); it may
  * free root. NULL clears it. Saves a last step that only reports the end. */
@@ -179,6 +186,10 @@ FUTOIN_API void futoin_tool_set_host_bursts(FutoInAsyncTool* tool, int on);
  * their first bursts first (newest parallel first, then in order; at most a
  * burst's worth per call), as the reference runs them inside execute(). */
 FUTOIN_API FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, const FutoInArgs** args);
+/* FUTOIN_HOST_* of the step host_next_of() would hand over next, left in
+ * the queue (-1: none waits), so a host running the handlers of an error
+ * raised from outside can stop before the steps after them. */
+FUTOIN_API int futoin_tool_host_peek_of(FutoInAsyncSteps* root);
 
 /* Loop and repeat bodies run by the host, the same way: each iteration of a
  * loop()/repeat() made with these callbacks is taken with host_next() (no
