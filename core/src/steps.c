@@ -1351,6 +1351,16 @@ FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const F
  * branches of a parallel step inside one of them before its later siblings
  * (the newest parallel step first). Returns 0 when there is none (or the
  * tool is inside its own callbacks). */
+/* the flow of a live root of this engine, or NULL */
+static fflow* flow_of_root(FutoInAsyncSteps* root)
+{
+    if (!root || !futoin_steps_is_native(root)) {
+        return NULL;
+    }
+    fstep* s = fstep_of(root);
+    return s->kind == FK_ROOT && s->state != FS_FREE ? s->flow : NULL;
+}
+
 static int run_fresh_branch(fflow* fl)
 {
     FutoInAsyncTool* t = fl->tool;
@@ -1386,14 +1396,10 @@ static int run_fresh_branch(fflow* fl)
 
 FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, const FutoInArgs** args)
 {
-    if (!root || !futoin_steps_is_native(root)) {
+    fflow* fl = flow_of_root(root);
+    if (!fl) {
         return NULL;
     }
-    fstep* s = fstep_of(root);
-    if (s->kind != FK_ROOT || s->state == FS_FREE) {
-        return NULL;
-    }
-    fflow* fl = s->flow;
     FutoInAsyncTool* t = fl->tool;
     uint32_t fresh_left = t->burst; /* an endless chain of new branches cannot hold the call */
     do {
@@ -1411,14 +1417,10 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
 
 int futoin_tool_host_peek_of(FutoInAsyncSteps* root)
 {
-    if (!root || !futoin_steps_is_native(root)) {
+    fflow* fl = flow_of_root(root);
+    if (!fl || !fl->host_queued) {
         return -1;
     }
-    fstep* s = fstep_of(root);
-    if (s->kind != FK_ROOT || s->state == FS_FREE || !s->flow->host_queued) {
-        return -1;
-    }
-    fflow* fl = s->flow;
     for (fstrand* st = fl->tool->host_head; st; st = st->host_next) {
         if (st->flow == fl) {
             return futoin_tool_host_kind(&st->top->iface, NULL);
@@ -1515,19 +1517,12 @@ static fstrand* queued_error_of(fflow* fl)
 
 int futoin_steps_unwind_now(FutoInAsyncSteps* root)
 {
-    if (!futoin_steps_is_native(root)) {
-        return 0;
-    }
-    fstep* s = fstep_of(root);
-    if (s->kind != FK_ROOT || s->state == FS_FREE) {
-        return 0;
-    }
-    fflow* fl = s->flow;
-    FutoInAsyncTool* t = fl->tool;
+    fflow* fl = flow_of_root(root);
     /* as execute_burst(), inside a host step: never inside the tool's own callbacks */
-    if (t->running || !ftool_is_loop_thread(t)) {
+    if (!fl || fl->tool->running || !ftool_is_loop_thread(fl->tool)) {
         return 0;
     }
+    FutoInAsyncTool* t = fl->tool;
     const uint32_t gen = fl->base.gen;
     uint32_t left = t->burst; /* bounded, as any burst */
     int ran = 0;
@@ -1549,14 +1544,10 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
  * frame is on the stack then) */
 static int execute_burst(FutoInAsyncSteps* root, int inside_host_step)
 {
-    if (!futoin_steps_is_native(root)) {
+    fflow* fl = flow_of_root(root);
+    if (!fl) {
         return 0;
     }
-    fstep* s = fstep_of(root);
-    if (s->kind != FK_ROOT || s->state == FS_FREE) {
-        return 0;
-    }
-    fflow* fl = s->flow;
     FutoInAsyncTool* t = fl->tool;
     /* never inside the tool's own callbacks: that would run a flow inline */
     if (t->running || (t->host_active && !inside_host_step) || !ftool_is_loop_thread(t) || !(fl->flags & FL_RUNNING)
