@@ -1345,12 +1345,6 @@ FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const F
     return st ? host_take(t, NULL, st, data, args) : NULL;
 }
 
-/* the first burst of the next branch of fl that parallel_start() made and
- * nothing ran yet: a nested run of a flow runs its new branches at once, as
- * the reference runs them inside the parallel step: in order, and the
- * branches of a parallel step inside one of them before its later siblings
- * (the newest parallel step first). Returns 0 when there is none (or the
- * tool is inside its own callbacks). */
 /* the flow of a live root of this engine, or NULL */
 static fflow* flow_of_root(FutoInAsyncSteps* root)
 {
@@ -1361,6 +1355,12 @@ static fflow* flow_of_root(FutoInAsyncSteps* root)
     return s->kind == FK_ROOT && s->state != FS_FREE ? s->flow : NULL;
 }
 
+/* the first burst of the next branch of fl that parallel_start() made and
+ * nothing ran yet: a nested run of a flow runs its new branches at once, as
+ * the reference runs them inside the parallel step: in order, and the
+ * branches of a parallel step inside one of them before its later siblings
+ * (the newest parallel step first). Returns 0 when there is none (or the
+ * tool is inside its own callbacks). */
 static int run_fresh_branch(fflow* fl)
 {
     FutoInAsyncTool* t = fl->tool;
