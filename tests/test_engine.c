@@ -861,24 +861,63 @@ static void host_branch_error_runs_at_once(void** state)
     bsi = futoin_tool_host_next_of(r, &data, &args);
     assert_string_equal(data, "b1");
     assert_string_equal(futoin_tool_host_error(bsi), "Ext");
-    futoin_tool_host_done(bsi); /* not handled: b2 is cancelled, the parallel fails */
+    futoin_tool_host_done_unwinding(bsi); /* not handled: b2 is cancelled, the parallel fails */
     assert_int_equal(futoin_steps_unwind_now(r), 1);
     assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_ERROR);
     bsi = futoin_tool_host_next_of(r, &data, &args);
     assert_string_equal(data, "par");
     bsi->api->success(bsi, NULL);
-    futoin_tool_host_done(bsi);
-    assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_STEP); /* "after" waits its turn */
+    futoin_tool_host_done_unwinding(bsi);
+    assert_int_equal(futoin_tool_host_peek_of(r), -1); /* "after" waits for a turn */
     assert_int_equal(futoin_steps_unwind_now(r), 0);
     host_run_all();
     assert_trace("host:after");
     assert_int_equal(futoin_steps_unwind_now(NULL), 0);
 }
 
+/* the step after the handlers of an error from outside takes its turn after
+ * a flow completed from outside before it, as after a success from outside */
+static void host_step_after_unwinding_waits_its_turn(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    futoin_tool_set_host_error(g_fx.tool, eh_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* r2 = futoin_steps_new(g_fx.tool);
+    r->api->add(r, "rec", f_host, eh_host);
+    r->api->add(r, "r-next", f_host, NULL);
+    r2->api->add(r2, "wait2", f_host, NULL);
+    r2->api->add(r2, "r2-next", f_host, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    r2->api->execute(r2, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    void* data;
+    const FutoInArgs* args;
+    FutoInAsyncSteps* waiting[2];
+    for (int i = 0; i < 2; ++i) {
+        waiting[i] = futoin_tool_host_next(g_fx.tool, &data, &args);
+        assert_non_null(waiting[i]);
+        waiting[i]->api->waitExternal(waiting[i]);
+        futoin_tool_host_done(waiting[i]);
+    }
+    waiting[1]->api->success(waiting[1], NULL);       /* r2 first */
+    waiting[0]->api->handle_error(waiting[0], "Ext", NULL); /* then r fails */
+    assert_int_equal(futoin_steps_unwind_now(r), 1);
+    FutoInAsyncSteps* eh = futoin_tool_host_next_of(r, &data, &args);
+    assert_int_equal(futoin_tool_host_kind(eh, NULL), FUTOIN_HOST_ERROR);
+    eh->api->success(eh, NULL);
+    futoin_tool_host_done_unwinding(eh);
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0); /* nothing ran on */
+    host_run_all();
+    assert_trace("host:r2-next|host:r-next");
+    r2->api->free(r2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
             T(host_peek_tells_a_handler_from_a_step),
+            T(host_step_after_unwinding_waits_its_turn),
             T(host_branch_error_runs_at_once),
             T(host_steps_interleave_with_engine_steps),
             T(host_step_waiting_is_completed_from_outside),

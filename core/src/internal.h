@@ -114,6 +114,7 @@ struct FutoInAsyncTool_
     uint32_t host_active; /* host steps taken and not done: inside callbacks */
     int host_bursts;      /* futoin_tool_set_host_bursts() */
     struct fstrand* host_cont; /* the strand host_done() goes on with */
+    int errors_only; /* unwind_now(), host_done_unwinding(): strands stop before their next step */
     /* clock */
     futoin_clock_fn clock;
     void* clock_data;

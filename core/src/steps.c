@@ -764,13 +764,19 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
             if (f->state == FS_SUB) {
                 fstep* c = f->q_head;
                 if (!c) {
+                    if (FTN_UNLIKELY(t->errors_only) && (f->kind == FK_LOOP || f->kind == FK_REPEAT)) {
+                        strand_schedule(st); /* the next iteration, as a next step */
+                        break;
+                    }
                     if (f->kind == FK_LOOP || f->kind == FK_REPEAT) {
                         r = loop_run(st, f, &budget);
                     } else {
                         r = children_done(st, f);
                     }
                 } else {
-                    if (FTN_UNLIKELY(budget-- == 0)) {
+                    /* errors_only: the steps after the handlers of an error
+                     * raised from outside wait for a turn of their own */
+                    if (FTN_UNLIKELY(budget-- == 0 || t->errors_only)) {
                         strand_schedule(st);
                         break;
                     }
@@ -1429,7 +1435,19 @@ int futoin_tool_host_peek_of(FutoInAsyncSteps* root)
     return -1;
 }
 
+static void host_done(FutoInAsyncSteps* bsi, int errors_only);
+
 void futoin_tool_host_done(FutoInAsyncSteps* bsi)
+{
+    host_done(bsi, 0);
+}
+
+void futoin_tool_host_done_unwinding(FutoInAsyncSteps* bsi)
+{
+    host_done(bsi, 1);
+}
+
+static void host_done(FutoInAsyncSteps* bsi, int errors_only)
 {
     if (!futoin_steps_is_native(bsi)) {
         return;
@@ -1462,7 +1480,10 @@ void futoin_tool_host_done(FutoInAsyncSteps* bsi)
     fstrand* prev_cont = t->host_cont;
     t->host_cont = t->host_bursts ? st : NULL;
     const uint32_t gen = fl->base.gen;
+    const int prev_errors_only = t->errors_only;
+    t->errors_only = errors_only;
     strand_run_budget(st, st->host_budget);
+    t->errors_only = prev_errors_only;
     t->host_cont = prev_cont;
     t->running = was_running;
     if (!was_running) {
@@ -1527,10 +1548,13 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
     uint32_t left = t->burst; /* bounded, as any burst */
     int ran = 0;
     fstrand* st;
+    const int prev_errors_only = t->errors_only;
     while (left-- && fl->base.gen == gen && (fl->flags & FL_RUNNING) && (st = queued_error_of(fl))) {
         ftool_task_remove(t, &st->task);
         t->running = 1;
+        t->errors_only = 1;
         strand_run(st);
+        t->errors_only = prev_errors_only;
         t->running = 0;
         ran = 1;
     }

@@ -1114,7 +1114,11 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
         }
         jlazy lz;
         lz_enter(e, &lz);
-        futoin_tool_host_done(bsi);
+        if (flags & JS_HOST_ERRORS) {
+            futoin_tool_host_done_unwinding(bsi); /* no step after the handlers */
+        } else {
+            futoin_tool_host_done(bsi);
+        }
         lz_leave(e, &lz);
     }
     FutoInAsyncTool* t = (flags & JS_HOST_TEST) ? e->test_tool : e->tool;

@@ -148,9 +148,11 @@ FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
 /* The strands of root's flow that wait with an error to unwind (raised on
  * one of its steps from outside, or a parallel branch that failed) run now,
  * newest first, until none is left (at most a burst of them): a host runs
- * the handlers of such an error inside the call that raised it. A strand
- * that reaches a host handler leaves it to the host (host_peek_of() tells).
- * 0: none ran (none waits, or inside the tool's callbacks). */
+ * the handlers of such an error inside the call that raised it. Each stops
+ * before its next step, which waits for a turn as after any completion from
+ * outside; one that reaches a host handler leaves it to the host
+ * (host_peek_of() tells, host_done_unwinding() reports it done). 0: none
+ * ran (none waits, or inside the tool's callbacks). */
 FUTOIN_API int futoin_steps_unwind_now(FutoInAsyncSteps* root);
 /* `done(root, data)` runs right after the last step of each run of root's
  * flow that completes (not on an unhandled error, nor on cancel); it may
@@ -172,6 +174,10 @@ FUTOIN_API void futoin_tool_set_host_exec(FutoInAsyncTool* tool, FutoInAsyncStep
 FUTOIN_API int futoin_tool_host_pending(FutoInAsyncTool* tool);
 FUTOIN_API FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* tool, void** data, const FutoInArgs** args);
 FUTOIN_API void futoin_tool_host_done(FutoInAsyncSteps* bsi);
+/* host_done() of a handler taken while unwinding an error raised from
+ * outside (futoin_steps_unwind_now()): its strand goes on to outer
+ * handlers, and stops before its next step (a turn of its own). */
+FUTOIN_API void futoin_tool_host_done_unwinding(FutoInAsyncSteps* bsi);
 /* on: a strand that host_done() goes on with puts its next host step first
  * in the queue, so a sequence of host steps runs as one burst (the JS
  * reference's order: a flow, or a parallel branch, runs until it waits
