@@ -913,10 +913,38 @@ static void host_step_after_unwinding_waits_its_turn(void** state)
     r2->api->free(r2);
 }
 
+static FutoInAsyncSteps* g_engine_waiting;
+
+static void f_wait_keep(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    f_wait(bsi, data, args);
+    g_engine_waiting = bsi;
+}
+
+/* a C handler recovering while unwind_now() runs: the C step after it waits
+ * for a turn too */
+static void engine_step_after_unwinding_waits_its_turn(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "w", f_wait_keep, eh_recover);
+    r->api->add(r, "after", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_trace("w");
+    assert_non_null(g_engine_waiting);
+    g_engine_waiting->api->handle_error(g_engine_waiting, "Ext", NULL); /* from outside */
+    assert_int_equal(futoin_steps_unwind_now(r), 1);
+    assert_trace("w|w:Ext"); /* the handler ran, "after" did not */
+    futoin_tool_run(g_fx.tool);
+    assert_trace("w|w:Ext|after");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
             T(host_peek_tells_a_handler_from_a_step),
+            T(engine_step_after_unwinding_waits_its_turn),
             T(host_step_after_unwinding_waits_its_turn),
             T(host_branch_error_runs_at_once),
             T(host_steps_interleave_with_engine_steps),
