@@ -986,6 +986,7 @@ class AsyncSteps {
     }
 
     promise() {
+        this._checkIdle(); // at the call, as futoin-asyncsteps' sanity check
         return new Promise((resolve, reject) => {
             this.add((as, res) => {
                 resolve(res);

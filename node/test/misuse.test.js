@@ -98,6 +98,17 @@ test('a root add() while the root executes is an InternalError', T, async () => 
     assert.strictEqual(r.info, 'Top level add in execution');
 });
 
+test('promise() of a root that executes throws InternalError at the call', T, async () => {
+    const root = $as();
+    root.add((as) => {
+        as.waitExternal();
+    });
+    root.execute();
+    // as error() on a running root: the flow fails at its waiting step
+    assert.throws(() => root.promise(), (e) => e.message === 'InternalError' &&
+        root.state.error_info === 'Top level add in execution');
+});
+
 test('using the interface of an outer step from a sub-step is an InternalError', T, async () => {
     const trace = [];
     const r = await runFlow((as) => {
