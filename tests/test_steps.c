@@ -414,6 +414,32 @@ static void timeout_cancelled_by_success(void** state)
     assert_int_equal(futoin_tool_now(g_fx.tool), 500);
 }
 
+static void ext_restart_timeout_cb(void* data)
+{
+    FutoInAsyncSteps* bsi = data;
+    bsi->api->setTimeout(bsi, 100); /* from outside: the waiting step's new deadline */
+}
+
+static void step_timeout_restarted(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->setTimeout(bsi, 1000);
+    bsi->api->sched_deferred(bsi, 500, bsi, ext_restart_timeout_cb);
+}
+
+/* setTimeout() on a waiting step from outside restarts its timeout, as
+ * futoin-asyncsteps allows (a deadline pushed back on progress) */
+static void timeout_restarted_from_outside(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, "io", step_timeout_restarted, eh_trace);
+    run_root();
+    assert_trace("io:Timeout|unhandled:Timeout:");
+    assert_int_equal(futoin_tool_now(g_fx.tool), 600);
+}
+
 static void timed_parent(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
 {
     (void)d;
@@ -787,6 +813,7 @@ int main(void)
             T(error_handler_adds_steps_success),
             T(timeout_raises_timeout_after_cancel_handler),
             T(timeout_cancelled_by_success),
+            T(timeout_restarted_from_outside),
             T(timeout_of_parent_unwinds_through_children),
             T(implicit_success_disabled_by_wait),
             T(cancel_runs_cancel_handlers_innermost_first),

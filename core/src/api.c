@@ -222,10 +222,18 @@ static void api_handle_error(FutoInAsyncSteps* bsi, const char* code, const char
 
 static void api_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
 {
-    fstep* s = in_callback(bsi, "setTimeout() outside of a step callback");
-    if (s) {
-        feng_set_timeout(s, timeout_ms);
+    fstep* s = live(bsi, "setTimeout()");
+    if (!s) {
+        return;
     }
+    /* a step waiting for an event may restart its timeout from outside, on
+     * the loop thread (a deadline pushed back on progress), as setCancel()
+     * may be set then */
+    if (!feng_in_callback(s) && !(s->state == FS_WAIT && ftool_is_loop_thread(s->flow->tool))) {
+        feng_misuse(s, "setTimeout() outside of a step callback");
+        return;
+    }
+    feng_set_timeout(s, timeout_ms);
 }
 
 static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_cancel_callback ch)

@@ -330,6 +330,26 @@ test('the error handler of a step runs once: a second error goes outwards', T, a
     assert.strictEqual(r.err, 'Two');
 });
 
+test('setTimeout() from an event restarts the timeout of the waiting step', T, async () => {
+    await onTestTool((AT) => {
+        const trace = [];
+        const root = $as();
+        root.add((as) => {
+            as.setTimeout(1000);
+            AT.callLater(() => {
+                as.setTimeout(5); // progress: a new deadline, 5 ms from now
+                trace.push('restarted');
+            }, 10);
+        }, (as, err) => {
+            trace.push(err);
+        });
+        root.execute();
+        AT.callLater(() => trace.push('at 100'), 100);
+        AT.run();
+        assert.deepStrictEqual(trace, ['restarted', 'Timeout', 'at 100']);
+    });
+});
+
 test('a timeout goes to the error handler of the waiting step', T, async () => {
     let cancelled = 0;
     const r = await runFlow((as) => {

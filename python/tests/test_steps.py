@@ -535,6 +535,33 @@ def test_timeout_timer_is_removed_when_step_completes(virtual_tool):
     assert virtual_tool.now() == 200  # the 1000 ms timer did not stay armed
 
 
+def test_set_timeout_from_outside_restarts_a_waiting_steps_timeout(virtual_tool):
+    box = {}
+    out = []
+
+    def waiting(as_):
+        as_.set_timeout(1000)
+        box["as"] = as_
+
+    def progress(as_):
+        as_.set_timeout(200)
+
+    def on_progress(as_, code):
+        box["as"].set_timeout(50)  # from outside the waiting step: a new deadline
+        as_.success()
+
+    timer = AsyncSteps(virtual_tool)
+    timer.add(progress, on_progress)
+    timer.execute()
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(waiting, lambda as_, code: out.append((code, virtual_tool.now())))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "Timeout"
+    assert out == [("Timeout", 250)]
+
+
 def test_set_cancel_runs_on_timeout_before_onerror(virtual_tool):
     out = []
 
