@@ -440,6 +440,33 @@ static void timeout_restarted_from_outside(void** state)
     assert_int_equal(futoin_tool_now(g_fx.tool), 600);
 }
 
+static void ext_wait_again_cb(void* data)
+{
+    FutoInAsyncSteps* bsi = data;
+    bsi->api->waitExternal(bsi); /* it waits already: nothing to do */
+    bsi->api->sched_deferred(bsi, 10, bsi, ext_success_cb);
+}
+
+static void step_waits_told_again(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->waitExternal(bsi);
+    bsi->api->sched_deferred(bsi, 5, bsi, ext_wait_again_cb);
+}
+
+/* waitExternal() on a waiting step from outside is harmless, as in
+ * futoin-asyncsteps */
+static void wait_external_again_from_outside_is_harmless(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, "w", step_waits_told_again, eh_trace);
+    as->api->add(as, NULL, recv_print_str, NULL);
+    run_root();
+    assert_trace("got:in-time");
+}
+
 static void timed_parent(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
 {
     (void)d;
@@ -814,6 +841,7 @@ int main(void)
             T(timeout_raises_timeout_after_cancel_handler),
             T(timeout_cancelled_by_success),
             T(timeout_restarted_from_outside),
+            T(wait_external_again_from_outside_is_harmless),
             T(timeout_of_parent_unwinds_through_children),
             T(implicit_success_disabled_by_wait),
             T(cancel_runs_cancel_handlers_innermost_first),

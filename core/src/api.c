@@ -257,10 +257,15 @@ static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_c
 
 static void api_wait_external(FutoInAsyncSteps* bsi)
 {
-    fstep* s = in_callback(bsi, "waitExternal() outside of a step callback");
-    if (s) {
-        s->flags |= F_WAIT;
+    fstep* s = live(bsi, "waitExternal()");
+    if (!s || (s->state == FS_WAIT && !feng_in_callback(s))) {
+        return; /* a step that waits already: nothing to do, as in futoin-asyncsteps */
     }
+    if (!feng_in_callback(s)) {
+        feng_misuse(s, "waitExternal() outside of a step callback");
+        return;
+    }
+    s->flags |= F_WAIT;
 }
 
 static fstep* add_loop(FutoInAsyncSteps* bsi, void* data, int kind, int has_f, const char* label)

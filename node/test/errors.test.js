@@ -350,6 +350,18 @@ test('setTimeout() from an event restarts the timeout of the waiting step', T, a
     });
 });
 
+test('waitExternal() from an event on a step that waits changes nothing', T, async () => {
+    const r = await runFlow((as) => {
+        as.waitExternal();
+        setTimeout(() => {
+            as.waitExternal();
+            setTimeout(() => as.success('done'), 1);
+        }, 1);
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(r.args, ['done']);
+});
+
 test('a timeout goes to the error handler of the waiting step', T, async () => {
     let cancelled = 0;
     const r = await runFlow((as) => {
