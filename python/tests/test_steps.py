@@ -562,6 +562,29 @@ def test_set_timeout_from_outside_restarts_a_waiting_steps_timeout(virtual_tool)
     assert out == [("Timeout", 250)]
 
 
+def test_wait_external_from_outside_on_a_waiting_step_changes_nothing(virtual_tool):
+    box = {}
+
+    def waiting(as_):
+        as_.wait_external()
+        box["as"] = as_
+
+    def poke(as_):
+        as_.set_timeout(10)
+
+    def on_poke(as_, code):
+        box["as"].wait_external()  # it waits already
+        box["as"].success("done")
+        as_.success()
+
+    timer = AsyncSteps(virtual_tool)
+    timer.add(poke, on_poke)
+    timer.execute()
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(waiting)
+    assert as_.run() == "done"
+
+
 def test_set_cancel_runs_on_timeout_before_onerror(virtual_tool):
     out = []
 
