@@ -114,7 +114,6 @@ struct FutoInAsyncTool_
     uint32_t host_active; /* host steps taken and not done: inside callbacks */
     int host_bursts;      /* futoin_tool_set_host_bursts() */
     struct fstrand* host_cont; /* the strand host_done() goes on with */
-    int errors_only; /* unwind_now(), host_done_unwinding(): strands stop before their next step */
     /* clock */
     futoin_clock_fn clock;
     void* clock_data;
@@ -296,7 +295,10 @@ enum fflow_flags
 {
     FL_RUNNING = 1 << 0,
     FL_CANCEL_REQ = 1 << 1,
-    FL_FREE_REQ = 1 << 2
+    FL_FREE_REQ = 1 << 2,
+    /* unwind_now(), host_done_unwinding(): its strands stop before their
+     * next step (another flow started meanwhile runs as usual) */
+    FL_UNWIND_ONLY = 1 << 3
 };
 
 typedef struct fflow

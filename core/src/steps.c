@@ -764,7 +764,7 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
             if (f->state == FS_SUB) {
                 fstep* c = f->q_head;
                 if (!c) {
-                    if (FTN_UNLIKELY(t->errors_only) && (f->kind == FK_LOOP || f->kind == FK_REPEAT)) {
+                    if (FTN_UNLIKELY(fl->flags & FL_UNWIND_ONLY) && (f->kind == FK_LOOP || f->kind == FK_REPEAT)) {
                         strand_schedule(st); /* the next iteration, as a next step */
                         break;
                     }
@@ -774,9 +774,9 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                         r = children_done(st, f);
                     }
                 } else {
-                    /* errors_only: the steps after the handlers of an error
-                     * raised from outside wait for a turn of their own */
-                    if (FTN_UNLIKELY(budget-- == 0 || t->errors_only)) {
+                    /* FL_UNWIND_ONLY: the steps after the handlers of an
+                     * error raised from outside wait for a turn of their own */
+                    if (FTN_UNLIKELY(budget-- == 0 || (fl->flags & FL_UNWIND_ONLY))) {
                         strand_schedule(st);
                         break;
                     }
@@ -1480,10 +1480,14 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     fstrand* prev_cont = t->host_cont;
     t->host_cont = t->host_bursts ? st : NULL;
     const uint32_t gen = fl->base.gen;
-    const int prev_errors_only = t->errors_only;
-    t->errors_only = errors_only;
+    const uint32_t prev_unwind = fl->flags & FL_UNWIND_ONLY;
+    if (errors_only) {
+        fl->flags |= FL_UNWIND_ONLY;
+    }
     strand_run_budget(st, st->host_budget);
-    t->errors_only = prev_errors_only;
+    if (fl->base.gen == gen) {
+        fl->flags = (fl->flags & ~(uint32_t)FL_UNWIND_ONLY) | prev_unwind;
+    }
     t->host_cont = prev_cont;
     t->running = was_running;
     if (!was_running) {
@@ -1548,13 +1552,15 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
     uint32_t left = t->burst; /* bounded, as any burst */
     int ran = 0;
     fstrand* st;
-    const int prev_errors_only = t->errors_only;
+    const uint32_t prev_unwind = fl->flags & FL_UNWIND_ONLY;
     while (left-- && fl->base.gen == gen && (fl->flags & FL_RUNNING) && (st = queued_error_of(fl))) {
         ftool_task_remove(t, &st->task);
         t->running = 1;
-        t->errors_only = 1;
+        fl->flags |= FL_UNWIND_ONLY;
         strand_run(st);
-        t->errors_only = prev_errors_only;
+        if (fl->base.gen == gen) {
+            fl->flags = (fl->flags & ~(uint32_t)FL_UNWIND_ONLY) | prev_unwind;
+        }
         t->running = 0;
         ran = 1;
     }
