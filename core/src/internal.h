@@ -295,10 +295,7 @@ enum fflow_flags
 {
     FL_RUNNING = 1 << 0,
     FL_CANCEL_REQ = 1 << 1,
-    FL_FREE_REQ = 1 << 2,
-    /* unwind_now(), host_done_unwinding(): its strands stop before their
-     * next step (another flow started meanwhile runs as usual) */
-    FL_UNWIND_ONLY = 1 << 3
+    FL_FREE_REQ = 1 << 2
 };
 
 typedef struct fflow

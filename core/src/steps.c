@@ -735,16 +735,21 @@ static int eh_after(fstrand* st, fstep* f)
 
 static void strand_run_budget(fstrand* st, uint32_t budget);
 
-static void strand_run(void* data)
+static void strand_run_with(fstrand* st, uint32_t budget)
 {
-    fstrand* st = data;
     if (st->fresh) {
         st->fresh = 0;
         if (st->flow->fresh_n) {
             --st->flow->fresh_n;
         }
     }
-    strand_run_budget(st, st->flow->tool->burst);
+    strand_run_budget(st, budget);
+}
+
+static void strand_run(void* data)
+{
+    fstrand* st = data;
+    strand_run_with(st, st->flow->tool->burst);
 }
 
 static void strand_run_budget(fstrand* st, uint32_t budget)
@@ -764,19 +769,13 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
             if (f->state == FS_SUB) {
                 fstep* c = f->q_head;
                 if (!c) {
-                    if (FTN_UNLIKELY(fl->flags & FL_UNWIND_ONLY) && (f->kind == FK_LOOP || f->kind == FK_REPEAT)) {
-                        strand_schedule(st); /* the next iteration, as a next step */
-                        break;
-                    }
                     if (f->kind == FK_LOOP || f->kind == FK_REPEAT) {
                         r = loop_run(st, f, &budget);
                     } else {
                         r = children_done(st, f);
                     }
                 } else {
-                    /* FL_UNWIND_ONLY: the steps after the handlers of an
-                     * error raised from outside wait for a turn of their own */
-                    if (FTN_UNLIKELY(budget-- == 0 || (fl->flags & FL_UNWIND_ONLY))) {
+                    if (FTN_UNLIKELY(budget-- == 0)) {
                         strand_schedule(st);
                         break;
                     }
@@ -1480,14 +1479,9 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     fstrand* prev_cont = t->host_cont;
     t->host_cont = t->host_bursts ? st : NULL;
     const uint32_t gen = fl->base.gen;
-    const uint32_t prev_unwind = fl->flags & FL_UNWIND_ONLY;
-    if (errors_only) {
-        fl->flags |= FL_UNWIND_ONLY;
-    }
-    strand_run_budget(st, st->host_budget);
-    if (fl->base.gen == gen) {
-        fl->flags = (fl->flags & ~(uint32_t)FL_UNWIND_ONLY) | prev_unwind;
-    }
+    /* unwinding: a burst of 0 runs the outer handlers and stops before the
+     * next step */
+    strand_run_budget(st, errors_only ? 0 : st->host_budget);
     t->host_cont = prev_cont;
     t->running = was_running;
     if (!was_running) {
@@ -1552,15 +1546,10 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
     uint32_t left = t->burst; /* bounded, as any burst */
     int ran = 0;
     fstrand* st;
-    const uint32_t prev_unwind = fl->flags & FL_UNWIND_ONLY;
     while (left-- && fl->base.gen == gen && (fl->flags & FL_RUNNING) && (st = queued_error_of(fl))) {
         ftool_task_remove(t, &st->task);
         t->running = 1;
-        fl->flags |= FL_UNWIND_ONLY;
-        strand_run(st);
-        if (fl->base.gen == gen) {
-            fl->flags = (fl->flags & ~(uint32_t)FL_UNWIND_ONLY) | prev_unwind;
-        }
+        strand_run_with(st, 0); /* handlers only: a burst of 0 stops before the next step */
         t->running = 0;
         ran = 1;
     }
