@@ -5,7 +5,8 @@
  * period_ms, burst queue) in one object, as futoin-asyncsteps' Limiter.
  */
 
-const { NativeSync, N, onTestTool, numArg } = require('./lib/syncobj');
+const { NativeSync, N, onTestTool } = require('./lib/syncobj');
+const { numArg } = require('./lib/common');
 
 const opt = (options, name, dflt) => {
     const v = numArg(options[name]);

@@ -18,7 +18,7 @@ const N = require('./binding');
 const reg = require('./registry');
 const AsyncTool = require('./AsyncTool');
 const AsyncToolTest = require('./AsyncToolTest');
-const { isProduction, checkFunc, checkOnError } = require('./common');
+const { isProduction, checkFunc, checkOnError, numArg } = require('./common');
 const NATIVE_SYNC = require('./syncobj').NativeSync.prototype.sync;
 
 // what a callback did, read by C (JS_F_* in src/addon.h)
@@ -229,14 +229,11 @@ const errorCode = (e) => {
 
 const clampMs = (ms) => (ms > 0x7fffffff ? 0x7fffffff : (ms >= 0 ? Math.floor(ms) : 0));
 
-/* a number, or a numeric string as Node's own timers take it; else NaN */
-const numberOf = (v) => (typeof v === 'number' ? v :
-    (typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN));
-
-/* milliseconds of setTimeout() (NaN, a number, is 0 there and here) */
+/* milliseconds of setTimeout(): a number (NaN is 0 there and here) or a
+ * numeric string, as Node's own timers take them */
 const msOf = (ms) => {
-    const n = numberOf(ms);
-    if (Number.isNaN(n) && typeof ms !== 'number') {
+    const n = numArg(ms);
+    if (typeof n !== 'number') {
         throw new TypeError('setTimeout() expects milliseconds');
     }
     return n;
@@ -246,8 +243,8 @@ const msOf = (ms) => {
  * numeric string counts and 2.5 means 3; what is no number would never end
  * there and is refused here */
 const countOf = (count) => {
-    const n = numberOf(count);
-    if (Number.isNaN(n)) {
+    const n = numArg(count);
+    if (typeof n !== 'number' || Number.isNaN(n)) {
         throw new TypeError('repeat() expects a count');
     }
     return n > 0 ? Math.ceil(n) : 0;
@@ -258,6 +255,7 @@ const countOf = (count) => {
  * none (break(0) acts on the innermost loop there too). */
 const LABEL_KEYS = new Map();
 const LABEL_OBJ_KEYS = new WeakMap();
+let labelCount = 0;
 const labelKey = (label) => {
     if (!label) {
         return undefined;
@@ -268,12 +266,11 @@ const labelKey = (label) => {
     const keys = (typeof label === 'object' || typeof label === 'function') ? LABEL_OBJ_KEYS : LABEL_KEYS;
     let k = keys.get(label);
     if (k === undefined) {
-        k = `\u001flabel#${++labelKey.n}`; // no NUL: C keeps C strings
+        k = `\u001flabel#${++labelCount}`; // no NUL: C keeps C strings
         keys.set(label, k);
     }
     return k;
 };
-labelKey.n = 0;
 
 /* ---- loops over collections, shared by roots and steps ---- */
 

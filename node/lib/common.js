@@ -45,4 +45,8 @@ const checkOnError = (asi, onerror) => {
 
 const noop = () => {};
 
-module.exports = { isProduction, checkFunc, checkOnError, noop };
+/* a numeric string as the number it spells (futoin-asyncsteps compares or
+ * passes on what it is given, so '2' works there); anything else as it is */
+const numArg = (v) => (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v)) ? Number(v) : v);
+
+module.exports = { isProduction, checkFunc, checkOnError, noop, numArg };

@@ -7,7 +7,7 @@
 const N = require('./binding');
 const reg = require('./registry');
 const ISync = require('../ISync');
-const { checkFunc, checkOnError } = require('./common');
+const { checkFunc, checkOnError, numArg } = require('./common');
 
 const OP_SYNC = reg.OP_SYNC;
 
@@ -60,10 +60,6 @@ const onTestTool = () => {
     return main.ActiveAsyncTool === main.AsyncToolTest;
 };
 
-/* a number, or a numeric string (futoin-asyncsteps compares what it is
- * given, so '2' works there); anything else as it is, to be refused */
-const numArg = (v) => (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v)) ? Number(v) : v);
-
 const queueLimit = (max_queue) => {
     if (max_queue === null || max_queue === undefined) {
         return null;
@@ -83,4 +79,4 @@ const positive = (v, what) => {
     return v;
 };
 
-module.exports = { NativeSync, N, onTestTool, queueLimit, positive, numArg };
+module.exports = { NativeSync, N, onTestTool, queueLimit, positive };

@@ -1021,34 +1021,28 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
 
 /* host_take() for the flow of r alone, 0 when that flow ended meanwhile
  * (r may be gone: its slot, freed before it, tells) */
-static int32_t host_take_live(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen)
+/* root r still holds the slot it had when its flow ran (slot, gen) */
+static int root_live(jsenv* e, jroot* r, uint32_t slot, uint32_t gen)
 {
     const hslot* rs = &e->slots[slot];
-    return rs->kind == HK_ROOT && rs->gen == gen && rs->root == r ? host_take(e, t, r) : 0;
+    return rs->kind == HK_ROOT && rs->gen == gen && rs->root == r;
 }
 
-/* host_take_live(), errors_only: only an error handler, after what else of
- * the flow waits to unwind (a parallel its branch failed); the step after
- * the handlers of an error raised from outside waits for a turn of its own,
- * as after any completion from outside */
+static int32_t host_take_live(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen)
+{
+    return root_live(e, r, slot, gen) ? host_take(e, t, r) : 0;
+}
+
+/* host_take_live(), errors_only: only an error handler; the step after the
+ * handlers of an error raised from outside waits for a turn of its own, as
+ * after any completion from outside */
 static int32_t host_take_next(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen, int errors_only)
 {
-    if (errors_only) {
-        const hslot* rs = &e->slots[slot];
-        int live = rs->kind == HK_ROOT && rs->gen == gen && rs->root == r;
-        if (live && futoin_tool_host_peek_of(r->bsi) != FUTOIN_HOST_ERROR) {
-            jlazy lz;
-            lz_enter(e, &lz);
-            futoin_steps_unwind_now(r->bsi);
-            lz_leave(e, &lz);
-            live = rs->kind == HK_ROOT && rs->gen == gen && rs->root == r;
+    if (errors_only && (!root_live(e, r, slot, gen) || futoin_tool_host_peek_of(r->bsi) != FUTOIN_HOST_ERROR)) {
+        if (t == e->tool && futoin_tool_host_pending(t)) {
+            jd_arm_ready(e);
         }
-        if (!live || futoin_tool_host_peek_of(r->bsi) != FUTOIN_HOST_ERROR) {
-            if (t == e->tool && futoin_tool_host_pending(t)) {
-                jd_arm_ready(e);
-            }
-            return 0;
-        }
+        return 0;
     }
     return host_take_live(e, t, r, slot, gen);
 }
@@ -1130,6 +1124,15 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
         return NULL;
     }
     if (flags & JS_HOST_NESTED) {
+        if ((flags & JS_HOST_ERRORS) && only && root_live(e, only, only_slot, only_gen)
+            && futoin_tool_host_peek_of(only->bsi) != FUTOIN_HOST_ERROR) {
+            /* a handler that passed the error on may have failed a parallel:
+             * its handler is next */
+            jlazy lz;
+            lz_enter(e, &lz);
+            futoin_steps_unwind_now(only->bsi);
+            lz_leave(e, &lz);
+        }
         e->sh[SH_HOST_OUT] = only ? host_take_next(e, t, only, only_slot, only_gen, flags & JS_HOST_ERRORS) : 0;
         if (!e->sh[SH_HOST_OUT]) {
             if (flags & JS_HOST_MORE) {
