@@ -60,6 +60,14 @@ cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
+echo "== ThreadSanitizer (cross-thread posts, wake-ups, sync primitives)"
+cmake -S . -B build/tsan -G Ninja -DFUTOIN_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DFUTOIN_BUILD_BENCH=OFF \
+  "-DCMAKE_C_FLAGS=-fsanitize=thread -fno-omit-frame-pointer" "-DCMAKE_CXX_FLAGS=-fsanitize=thread" \
+  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread" \
+  "-DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread" >/dev/null
+cmake --build build/tsan -j "$jobs"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure -j "$jobs"
+
 echo "== Node addon under ASan + UBSan"
 node_inc=$(node -p "require('path').join(require('path').dirname(process.execPath), '..', 'include', 'node')")
 cmake -S node -B build/node-asan -G Ninja -DNODE_INCLUDE_DIR="$node_inc" -DCMAKE_BUILD_TYPE=Debug -DFUTOIN_WERROR=ON \
