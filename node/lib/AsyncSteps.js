@@ -88,7 +88,7 @@ const sanity = isProduction ? () => {} : (asp) => {
 // root-level operations kept in JS until execute()
 const Q_ADD = 0;
 const Q_PAR = 1;
-const Q_CALL = 2; // needs a C root: replayed with direct calls
+const Q_CALL = 2; // needs a C root: fn(root) on it at execute(), or copy(target) for copyFrom()
 
 const hasEh = (onerror) => onerror !== undefined && onerror !== null;
 
@@ -679,7 +679,7 @@ const copyModel = (target, other) => {
                 p.add(br[j], br[j + 1]);
             }
         } else {
-            ops[i + 1](target);
+            ops[i + 2](target);
         }
     }
 };
@@ -748,7 +748,7 @@ class AsyncSteps {
                 addC(this._h, func, onerror);
                 return this;
             }
-            return this._call((t) => addC(t._materialize(), func, onerror));
+            return this._call((t) => addC(t._materialize(), func, onerror), (t) => t.add(func, onerror));
         }
         checkFunc(this, func);
         checkOnError(this, onerror);
@@ -761,13 +761,15 @@ class AsyncSteps {
         return this;
     }
 
-    _call(fn) {
+    /* fn(root) on the C root, at once or at execute(); copy(target) makes the
+     * same call on whatever copies this model (copyFrom(), in its order) */
+    _call(fn, copy) {
         if (this._foreign || this._direct) {
             fn(this);
             return this;
         }
         this._checkIdle();
-        this._ops.push(Q_CALL, fn, undefined);
+        this._ops.push(Q_CALL, fn, copy);
         this._slow = true;
         return this;
     }
@@ -937,7 +939,7 @@ class AsyncSteps {
         const ops = this._ops;
         if (Array.isArray(ops)) {
             for (let i = 0; i < ops.length; i += 3) {
-                q.push([ops[i] === Q_ADD ? ops[i + 1] : queuedCall, ops[i + 2]]);
+                q.push(ops[i] === Q_ADD ? [ops[i + 1], ops[i + 2]] : [queuedCall, ops[i] === Q_PAR ? ops[i + 2] : undefined]);
             }
         }
         return q;
@@ -954,14 +956,15 @@ class AsyncSteps {
     loop(func, label) {
         checkFunc(this, func);
         const key = labelKey(label);
-        return this._call((t) => N.loop(t._materialize(), register(func, undefined), key));
+        return this._call((t) => N.loop(t._materialize(), register(func, undefined), key), (t) => t.loop(func, label));
     }
 
     repeat(count, func, label) {
         checkFunc(this, func);
         const n = countOf(count);
         const key = labelKey(label);
-        return this._call((t) => N.repeat(t._materialize(), register(func, undefined), n, key));
+        return this._call((t) => N.repeat(t._materialize(), register(func, undefined), n, key),
+            (t) => t.repeat(n, func, label));
     }
 
     forEach(map_or_list, func, label) {

@@ -28,7 +28,7 @@ class NativeSync extends ISync {
         }
         if (typeof as._call === 'function' && as._root === undefined) {
             // a root before execute(): applied on its C root then
-            as._call((t) => this._add(t, t._materialize(), step, onerror));
+            as._call((t) => this._add(t, t._materialize(), step, onerror), (t) => t.sync(this, step, onerror));
             return;
         }
         this._add(as._root, as._h, step, onerror, false);

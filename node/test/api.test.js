@@ -200,6 +200,63 @@ test('as.copyFrom() adds the model\'s steps as sub-steps of the current step', T
     assert.strictEqual(r.state.m, 1);
 });
 
+/* a model of every kind of root-level call, each step logging its name */
+const everyKindModel = (log, mutex) => {
+    const model = $as();
+    model.parallel().add((as) => log.push('branch'));
+    model.repeat(2, (as, i) => log.push(`repeat ${i}`));
+    model.forEach(['x'], (as, k, v) => log.push(`forEach ${k} ${v}`));
+    model.loop((as) => {
+        log.push('loop');
+        as.break();
+    });
+    model.sync(mutex, (as) => log.push('in mutex'));
+    model.add((as) => log.push('add'));
+    return model;
+};
+const EVERY_KIND = ['branch', 'repeat 0', 'repeat 1', 'forEach 0 x', 'loop', 'in mutex', 'add'];
+
+test('copyFrom() of a model with loops and sync steps keeps the model\'s order, on a root and in a step', T,
+    async () => {
+        const mutex = new $as.Mutex();
+        const direct = [];
+        await everyKindModel(direct, mutex).promise();
+        assert.deepStrictEqual(direct, EVERY_KIND);
+
+        const onRoot = [];
+        const root = $as();
+        root.add((as) => onRoot.push('before'));
+        root.copyFrom(everyKindModel(onRoot, mutex));
+        root.add((as) => onRoot.push('after'));
+        await root.promise();
+        assert.deepStrictEqual(onRoot, ['before', ...EVERY_KIND, 'after']);
+
+        const inStep = [];
+        const model = everyKindModel(inStep, mutex);
+        const r = await runFlow((as) => {
+            as.copyFrom(model);
+            as.add((as) => inStep.push('after'));
+        });
+        assert.strictEqual(r.err, null);
+        assert.deepStrictEqual(inStep, [...EVERY_KIND, 'after']);
+    });
+
+// futoin-asyncsteps fails the second copy: its repeat() counts on in the
+// model, so the copy runs 'repeat 2' and 'forEach 1 undefined'
+test('a model copied twice runs its loops afresh each time, and runs itself after', T, async () => {
+    const twice = [];
+    const model = everyKindModel(twice, new $as.Mutex());
+    const r = await runFlow((as) => {
+        as.copyFrom(model);
+        as.copyFrom(model);
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(twice, [...EVERY_KIND, ...EVERY_KIND]);
+    twice.length = 0;
+    await model.promise();
+    assert.deepStrictEqual(twice, EVERY_KIND);
+});
+
 test('newInstance() gives an independent root with its own state', T, async () => {
     const root = $as();
     root.state.mine = true;
