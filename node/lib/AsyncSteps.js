@@ -138,10 +138,24 @@ const errorInC = (root, h, code, info) => {
 /* on an error, handled or not, state.async_stack shows the step functions
  * run so far, as futoin-asyncsteps' _handle_error() */
 const keepAsyncStack = (root) => {
-    if (!isProduction && root._es !== undefined) {
+    if (isProduction) {
+        root.state.async_stack = NO_EXEC_STACK;
+    } else if (root._es !== undefined) {
         root.state.async_stack = root._es;
     }
 };
+
+/* production mode keeps no step functions; handlers that pass async_stack
+ * on still find an empty one, as futoin-asyncsteps' stand-in */
+const NO_EXEC_STACK = Object.freeze(new class {
+    push() {}
+
+    get length() {
+        return 0;
+    }
+
+    set length(l) {}
+}());
 
 /* what error(name, info) leaves in the state, as futoin-asyncsteps: the
  * Error it throws (last_exception only when raised at once, from outside a
@@ -946,7 +960,7 @@ class AsyncSteps {
     }
 
     get _exec_stack() {
-        return this._es;
+        return isProduction ? NO_EXEC_STACK : this._es;
     }
 
     _handle_success() {
@@ -1499,6 +1513,8 @@ const onError = (r, h, k, code, info) => {
         const es = root._es || (root._es = []);
         es.push(fn);
         state.async_stack = es;
+    } else {
+        state.async_stack = NO_EXEC_STACK;
     }
     const as = new AsyncStepProtector(root, h);
     return invoke(root, as, fn, 1, code) !== 0 ? F_DONE : as._f;

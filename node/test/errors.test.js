@@ -313,6 +313,52 @@ test('async_stack holds the executed step handlers, up to the failing one', T, a
     assert.strictEqual(stack[stack.length - 1], handler);
 });
 
+test('NODE_ENV=production: async_stack is an empty stand-in, as in futoin-asyncsteps', () => {
+    // handlers that pass async_stack on (futoin-executor's notExpected
+    // event) read its length there too
+    const script = `
+        const $as = require(${JSON.stringify(require('./helpers').IMPL)});
+        const out = [];
+        const show = (what, s) => {
+            s.push('ignored');
+            out.push([what, typeof s, Array.isArray(s), s.length, Array.from(s)]);
+        };
+        $as().add((as) => as.add((as) => as.error('Boom')), (as, err) => show(err, as.state.async_stack)).execute();
+        $as().add((as) => {
+            as.waitExternal();
+            setTimeout(() => {
+                try {
+                    as.error('Ext');
+                } catch (e) {}
+            }, 1);
+        }, (as, err) => show(err, as.state.async_stack)).execute();
+        $as().add((as) => as.setTimeout(2), (as, err) => show(err, as.state.async_stack)).execute();
+        const r = $as();
+        r.add((as) => {
+            out.push(['_exec_stack', r._exec_stack.length]);
+            as.error('Unhandled');
+        });
+        r.promise().catch((e) => {
+            show(e.message, r.state.async_stack);
+        });
+        setTimeout(() => console.log(JSON.stringify(out)), 20);
+    `;
+    const res = require('child_process').spawnSync(process.execPath, ['-e', script], {
+        env: { ...process.env, NODE_ENV: 'production' },
+        encoding: 'utf8',
+    });
+    assert.strictEqual(res.status, 0, res.stderr);
+    const out = JSON.parse(res.stdout);
+    const sorted = out.slice().sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    assert.deepStrictEqual(sorted, [
+        ['_exec_stack', 0],
+        ['Boom', 'object', false, 0, []],
+        ['Ext', 'object', false, 0, []],
+        ['Timeout', 'object', false, 0, []],
+        ['Unhandled', 'object', false, 0, []],
+    ]);
+});
+
 test('the error handler of a step runs once: a second error goes outwards', T, async () => {
     let calls = 0;
     const r = await runFlow((as) => {
