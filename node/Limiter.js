@@ -5,7 +5,7 @@
  * period_ms, burst queue) in one object, as futoin-asyncsteps' Limiter.
  */
 
-const { NativeSync, N, onTestTool } = require('./lib/syncobj');
+const { NativeSync, N, onTestTool, mutexFields, throttleFields } = require('./lib/syncobj');
 const { numArg } = require('./lib/common');
 
 const opt = (options, name, dflt) => {
@@ -30,10 +30,10 @@ class Limiter extends NativeSync {
         const period_ms = opt(options, 'period_ms', 1000);
         const burst = opt(options, 'burst', 0);
         super(N.limiterNew(onTestTool(), concurrent, max_queue, rate, period_ms, burst));
-        // the settings, where futoin-asyncsteps' Limiter keeps them (one C
-        // object does the work of its Mutex and Throttle)
-        this._mutex = Object.freeze({ _max: concurrent, _max_queue: max_queue });
-        this._throttle = Object.freeze({ _max: rate, _period_ms: period_ms, _max_queue: burst });
+        // the settings and the live counts, where futoin-asyncsteps' Limiter
+        // keeps them (one C object does the work of its Mutex and Throttle)
+        this._mutex = Object.freeze(mutexFields({ _max: concurrent, _max_queue: max_queue }, this._s));
+        this._throttle = Object.freeze(throttleFields({ _max: rate, _period_ms: period_ms, _max_queue: burst }, this._s));
     }
 }
 

@@ -5,7 +5,7 @@
  * queue of at most `max_queue` (null: unlimited) or get DefenseRejected.
  */
 
-const { NativeSync, N, onTestTool, queueLimit, positive } = require('./lib/syncobj');
+const { NativeSync, N, onTestTool, queueLimit, positive, throttleFields } = require('./lib/syncobj');
 const reg = require('./lib/registry');
 
 class Throttle extends NativeSync {
@@ -21,6 +21,7 @@ class Throttle extends NativeSync {
         this._max = max;
         this._period_ms = period_ms;
         this._max_queue = max_queue;
+        throttleFields(this, this._s); // _current, _queue
     }
 
     /* as futoin-asyncsteps' Throttle: null while no period counts entries */

@@ -1067,6 +1067,77 @@ static void foreign_sync_cancel_while_locking(void** state)
     flows_free();
 }
 
+/* stats: who is inside and who waits, as futoin-asyncsteps shows in its
+ * objects' fields (a Limiter: both parts); -1 for anything not built in */
+static void sync_stats_show_who_is_inside_and_who_waits(void** state)
+{
+    (void)state;
+    FutoInSyncStats st;
+    FutoInSync* m = futoin_mutex_new(g_fx.tool, 2, FUTOIN_UNLIMITED);
+    flows_init(m, HOLD_FOREVER);
+    assert_int_equal(futoin_sync_stats(m, &st), 0);
+    assert_int_equal(st.inside + st.mutex_waiting + st.entries + st.throttle_waiting, 0);
+    for (int i = 0; i < 4; ++i) {
+        flow_start(&g_flows[i]);
+    }
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_sync_stats(m, &st), 0);
+    assert_int_equal(st.inside, 2);
+    assert_int_equal(st.mutex_waiting, 2);
+    assert_int_equal(st.entries, 0);
+    assert_int_equal(st.throttle_waiting, 0);
+    flows_free();
+    assert_int_equal(futoin_sync_stats(m, &st), 0);
+    assert_int_equal(st.inside + st.mutex_waiting, 0);
+    futoin_sync_free(m);
+    trace_reset();
+
+    FutoInSync* t = futoin_throttle_new(g_fx.tool, 2, 100, FUTOIN_UNLIMITED);
+    flows_init(t, 0);
+    for (int i = 0; i < 3; ++i) {
+        flow_start(&g_flows[i]);
+    }
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_sync_stats(t, &st), 0);
+    assert_int_equal(st.entries, 2);
+    assert_int_equal(st.throttle_waiting, 1);
+    assert_int_equal(st.inside + st.mutex_waiting, 0);
+    run_all();
+    assert_int_equal(futoin_sync_stats(t, &st), 0);
+    assert_int_equal(st.entries + st.throttle_waiting, 0);
+    flows_free();
+    futoin_sync_free(t);
+    trace_reset();
+
+    FutoInLimiterOptions o;
+    futoin_limiter_options_init(&o);
+    o.concurrent = 2;
+    o.max_queue = FUTOIN_UNLIMITED;
+    o.rate = 3;
+    o.period_ms = 100;
+    o.burst = FUTOIN_UNLIMITED;
+    FutoInSync* l = futoin_limiter_new(g_fx.tool, &o);
+    flows_init(l, HOLD_FOREVER);
+    for (int i = 0; i < 4; ++i) {
+        flow_start(&g_flows[i]);
+    }
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_sync_stats(l, &st), 0);
+    assert_int_equal(st.inside, 2);
+    assert_int_equal(st.mutex_waiting, 2);
+    assert_int_equal(st.entries, 2);
+    assert_int_equal(st.throttle_waiting, 0);
+    flows_free();
+    futoin_sync_free(l);
+
+    my_sync foreign = {.iface = {&my_sync_api}, .name = "foreign"};
+    memset(&st, 0xff, sizeof(st));
+    assert_int_equal(futoin_sync_stats(&foreign.iface, &st), -1);
+    assert_int_equal(st.inside, 0); /* zeroed all the same */
+    assert_int_equal(futoin_sync_stats(NULL, &st), -1);
+    assert_int_equal(futoin_sync_stats(&foreign.iface, NULL), -1);
+}
+
 static void sync_free_null(void** state)
 {
     (void)state;
@@ -1102,6 +1173,7 @@ int main(void)
             T(throttle_idle_does_not_keep_run_alive),
             T(throttle_timer_pending_while_a_period_counts),
             T(throttle_try_enter_counts_like_lock),
+            T(sync_stats_show_who_is_inside_and_who_waits),
             T(limiter_options_and_concurrency),
             T(limiter_rate),
             T(limiter_mutex_queue_limit),

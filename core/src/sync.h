@@ -99,6 +99,9 @@ FTN_HIDDEN void fthrottle_destroy(fthrottle* t);
 FTN_HIDDEN void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);
 FTN_HIDDEN void fthrottle_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
 
+FTN_HIDDEN void fmutex_stats(const fmutex* m, FutoInSyncStats* stats);
+FTN_HIDDEN void fthrottle_stats(const fthrottle* t, FutoInSyncStats* stats);
+FTN_HIDDEN void flimiter_stats(const FutoInSync* sync, FutoInSyncStats* stats);
 FTN_HIDDEN void flimiter_destroy(FutoInSync* sync);
 FTN_HIDDEN int flimiter_timer_pending(const FutoInSync* sync);
 

@@ -126,3 +126,10 @@ int flimiter_timer_pending(const FutoInSync* sync)
 {
     return ((const flimiter*)sync)->throttle.timer != NULL;
 }
+
+void flimiter_stats(const FutoInSync* sync, FutoInSyncStats* stats)
+{
+    const flimiter* l = (const flimiter*)sync;
+    fmutex_stats(&l->mutex, stats);
+    fthrottle_stats(&l->throttle, stats);
+}

@@ -79,6 +79,12 @@ static void mutex_promote(fmutex* m)
     }
 }
 
+void fmutex_stats(const fmutex* m, FutoInSyncStats* stats)
+{
+    stats->inside = m->nowners;
+    stats->mutex_waiting = m->queue.len;
+}
+
 void fmutex_release(fmutex* m, ptrdiff_t rid)
 {
     fowner* o = owner_find(m, rid);

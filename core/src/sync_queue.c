@@ -1,5 +1,8 @@
-/* The wait queue shared by the sync primitives, and futoin_sync_free(). */
+/* The wait queue shared by the sync primitives, futoin_sync_free() and the
+ * queries on any built-in primitive. */
 #include "sync.h"
+
+#include <string.h>
 
 void fwaitq_push(fwaitq* q, fwaiter* w)
 {
@@ -117,4 +120,25 @@ int futoin_sync_timer_pending(const FutoInSync* sync)
     default:
         return 0;
     }
+}
+
+int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* stats)
+{
+    if (!stats) {
+        return -1;
+    }
+    memset(stats, 0, sizeof(*stats));
+    if (!sync) {
+        return -1;
+    }
+    if (sync->api == &fmutex_api) {
+        fmutex_stats((const fmutex*)sync, stats);
+    } else if (sync->api == &fthrottle_api) {
+        fthrottle_stats((const fthrottle*)sync, stats);
+    } else if (sync->api == &flimiter_api) {
+        flimiter_stats(sync, stats);
+    } else {
+        return -1;
+    }
+    return 0;
 }

@@ -76,6 +76,12 @@ static void throttle_cancel(FutoInAsyncSteps* bsi, void* data)
     fwaitq_remove(&((fthrottle*)w->owner)->queue, w);
 }
 
+void fthrottle_stats(const fthrottle* t, FutoInSyncStats* stats)
+{
+    stats->entries = t->count;
+    stats->throttle_waiting = t->queue.len;
+}
+
 int fthrottle_try(fthrottle* t)
 {
     if (t->count < t->max && !t->queue.head) {

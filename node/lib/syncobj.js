@@ -54,6 +54,30 @@ class NativeSync extends ISync {
     }
 }
 
+/* [inside, mutex waiting, entries this period, throttle waiting] of the C object */
+const statsOf = (s) => N.syncStats(s);
+
+/* futoin-asyncsteps' _queue holds the waiting steps; here a snapshot of as
+ * many placeholders (their count is what callers read) */
+const waiting = (n) => Object.freeze(new Array(n).fill(null));
+
+/* what futoin-asyncsteps' Mutex and Throttle keep in their fields, read from
+ * the C object `s` (a Limiter's parts share one) */
+const mutexFields = (obj, s) => {
+    Object.defineProperties(obj, {
+        _locked: { get: () => statsOf(s)[0], configurable: true },
+        _queue: { get: () => waiting(statsOf(s)[1]), configurable: true },
+    });
+    return obj;
+};
+const throttleFields = (obj, s) => {
+    Object.defineProperties(obj, {
+        _current: { get: () => statsOf(s)[2], configurable: true },
+        _queue: { get: () => waiting(statsOf(s)[3]), configurable: true },
+    });
+    return obj;
+};
+
 /* whether new objects use the AsyncToolTest scheduler */
 const onTestTool = () => {
     const main = require('./main');
@@ -79,4 +103,4 @@ const positive = (v, what) => {
     return v;
 };
 
-module.exports = { NativeSync, N, onTestTool, queueLimit, positive };
+module.exports = { NativeSync, N, onTestTool, queueLimit, positive, mutexFields, throttleFields };

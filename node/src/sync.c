@@ -208,6 +208,25 @@ static napi_value n_sync_timer(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* syncStats(external) -> [inside, mutex waiting, entries, throttle waiting] */
+static napi_value n_sync_stats(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], out, v;
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    FutoInSyncStats st;
+    if (futoin_sync_stats(js_sync_of(env, argv[0]), &st) != 0) {
+        return js_throw_type(env, "a Mutex, Throttle or Limiter of futoin-polyglot expected");
+    }
+    const uint32_t vals[4] = {st.inside, st.mutex_waiting, st.entries, st.throttle_waiting};
+    NAPI_OK(napi_create_array_with_length(env, 4, &out));
+    for (uint32_t i = 0; i < 4; ++i) {
+        NAPI_OK(napi_create_uint32(env, vals[i], &v));
+        NAPI_OK(napi_set_element(env, out, i, v));
+    }
+    return out;
+}
+
 /* throttleEnter(id) -> whether the Throttle of sync id counted an entry now
  * (lib/AsyncSteps.js mergeInner: its section then runs as a plain sub-step);
  * changes no flow: no flush of queued operations */
@@ -249,6 +268,9 @@ napi_status js_sync_register(napi_env env, napi_value exports)
     }
     if (st == napi_ok) {
         st = js_set_fn(env, exports, "syncTimer", n_sync_timer);
+    }
+    if (st == napi_ok) {
+        st = js_set_fn(env, exports, "syncStats", n_sync_stats);
     }
     if (st == napi_ok) {
         st = js_set_fn(env, exports, "throttleEnter", n_throttle_enter);

@@ -355,6 +355,37 @@ test('a Limiter shows its settings as the _mutex and _throttle of futoin-asyncst
     assert.strictEqual(lim._throttle._max_queue, 45);
 });
 
+test('Mutex, Throttle and Limiter show who is inside and who waits as futoin-asyncsteps\' fields', T, async () => {
+    // futoin-executor's ExecutorLimiter evicts a Limiter when
+    // !_mutex._locked && !_throttle._current; its tests read _queue.length
+    class ExecutorLimiter extends Limiter {
+        isStale() {
+            return !this._mutex._locked && !this._throttle._current;
+        }
+    }
+    const lim = new ExecutorLimiter({ concurrent: 2, max_queue: 32, rate: 10, period_ms: 200, burst: 2 });
+    const show = (o) => [o._mutex._locked, o._mutex._queue.length, o._throttle._current,
+        o._throttle._queue.length, o.isStale()];
+    assert.deepStrictEqual(show(lim), [0, 0, 0, 0, true]);
+    const trace = [];
+    const ends = ['a', 'b', 'c', 'd'].map((n) => flow((as) => as.sync(lim, hold(trace, n))));
+    assert.deepStrictEqual(show(lim), [2, 2, 2, 0, false]);
+    await Promise.all(ends);
+    assert.deepStrictEqual(show(lim).slice(0, 2), [0, 0]); // nobody inside any more
+
+    const mtx = new Mutex(1);
+    const mtxEnds = ['a', 'b'].map((n) => flow((as) => as.sync(mtx, hold(trace, n))));
+    assert.deepStrictEqual([mtx._locked, mtx._queue.length], [1, 1]);
+    await Promise.all(mtxEnds);
+    assert.deepStrictEqual([mtx._locked, mtx._queue.length], [0, 0]);
+
+    const thr = new Throttle(1, 20);
+    const thrEnds = ['a', 'b'].map((n) => flow((as) => as.sync(thr, (as) => {})));
+    assert.deepStrictEqual([thr._current, thr._queue.length], [1, 1]);
+    await Promise.all(thrEnds);
+    assert.strictEqual(thr._queue.length, 0);
+});
+
 // futoin-asyncsteps' Throttle keeps its period on a real interval timer; this
 // one is on the scheduler of the tool it was made under (virtual time here)
 if (isPolyglot) {

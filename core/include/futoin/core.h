@@ -285,6 +285,20 @@ FUTOIN_API int futoin_sync_timer_pending(const FutoInSync* sync);
  * (use sync/addSync as usual). */
 FUTOIN_API int futoin_throttle_try_enter(FutoInSync* sync);
 
+/* What a built-in sync primitive holds now, for monitoring and for evicting
+ * idle ones (futoin-asyncsteps shows the same in its objects' fields). */
+typedef struct FutoInSyncStats
+{
+    uint32_t inside;           /* Mutex (a Limiter's concurrency): flows inside now */
+    uint32_t mutex_waiting;    /* flows queued for the Mutex part */
+    uint32_t entries;          /* Throttle (a Limiter's rate): entries counted this period */
+    uint32_t throttle_waiting; /* flows queued for the Throttle part */
+} FutoInSyncStats;
+/* 0 with *stats filled for a Mutex, Throttle or Limiter of this library (the
+ * parts it lacks are 0); -1 with *stats zeroed for NULL or any other
+ * provider. Loop thread only. */
+FUTOIN_API int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* stats);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
