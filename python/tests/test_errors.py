@@ -314,6 +314,43 @@ def test_error_info_refreshed_per_error(virtual_tool):
     assert ei.value.info == "info B"
 
 
+def test_last_exception_follows_errors_raised_by_the_engine(virtual_tool):
+    """spec 1.7: last_exception is populated with FutoIn errors as well: a
+    Timeout (or a C step's error) after a Python error shows as a
+    FutoInError of its own, not the earlier exception"""
+    seen = []
+    first = ValueError("first")
+
+    def fail(as_):
+        raise first
+
+    def recover(as_, code):
+        seen.append((code, as_.state.last_exception))
+        as_.success()
+
+    def handled(as_, code):
+        le = as_.state.last_exception
+        seen.append((code, type(le).__name__, le.code, le.info))
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(fail, recover)
+    as_.add(lambda as_: as_.set_timeout(10), handled)
+    as_.add(lambda as_: as_.set_timeout(10))
+    unhandled = []
+    as_.execute(lambda as_, code: unhandled.append((code, as_.state.last_exception)))
+    virtual_tool.run()
+    assert seen == [("ValueError", first), ("Timeout", "FutoInError", "Timeout", "")]
+    assert [(c, type(le).__name__, le.code) for c, le in unhandled] == [("Timeout", "FutoInError", "Timeout")]
+    # the same error seen again further out keeps its exception object
+    outer = []
+    as2 = AsyncSteps(virtual_tool)
+    as2.add(lambda as_: as_.add(fail, lambda as_, c: outer.append(as_.state.last_exception)),
+            lambda as_, c: outer.append(as_.state.last_exception))
+    as2.execute(lambda as_, code: None)
+    virtual_tool.run()
+    assert outer == [first, first]
+
+
 def test_unicode_code_and_info(virtual_tool):
     as_ = AsyncSteps(virtual_tool)
     as_.add(lambda as_: as_.error("Ошибка", "info \u00e9\u4e2d\U0001f600"),

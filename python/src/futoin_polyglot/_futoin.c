@@ -337,7 +337,7 @@ static int on_loop_thread(FutoInAsyncSteps* bsi)
     return bsi->api->is_same_thread(bsi);
 }
 
-static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc);
+static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc, const char* code, const char* info);
 
 /* handle_error() from outside a callback; from another thread it posts (the
  * GIL is released meanwhile) and last_exception stays as it was, since state
@@ -346,7 +346,7 @@ static void external_error(FutoInAsyncSteps* bsi, const char* code, const char* 
 {
     if (on_loop_thread(bsi)) {
         if (exc) {
-            set_last_exception(bsi, exc);
+            set_last_exception(bsi, exc, code, info);
         }
         bsi->api->handle_error(bsi, code, info);
         return;
@@ -355,13 +355,81 @@ static void external_error(FutoInAsyncSteps* bsi, const char* code, const char* 
     Py_END_ALLOW_THREADS
 }
 
-static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc)
+/* per root: [code, info] of the error Python raised with last_exception */
+static void* raised_alloc(void* data)
+{
+    (void)data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject* l = Py_BuildValue("[ss]", "", "");
+    if (!l) {
+        PyErr_Clear();
+    }
+    PyGILState_Release(g);
+    return l;
+}
+
+static void raised_cleanup(void* data, void* value)
+{
+    (void)data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF((PyObject*)value);
+    PyGILState_Release(g);
+}
+
+static PyObject* raised_of(FutoInAsyncSteps* bsi)
+{
+    return bsi->api->stateVariable(bsi, NULL, "futoin.python.raised", raised_alloc, raised_cleanup);
+}
+
+/* whether last_exception is the one Python raised the error (code, info)
+ * with ("" and no info are the same) */
+static int raised_as(FutoInAsyncSteps* bsi, const char* code, const char* info)
+{
+    PyObject* l = raised_of(bsi);
+    if (!l) {
+        return 0;
+    }
+    const char* c = PyUnicode_AsUTF8(PyList_GET_ITEM(l, 0));
+    const char* i = PyUnicode_AsUTF8(PyList_GET_ITEM(l, 1));
+    PyErr_Clear();
+    return c && i && strcmp(c, code) == 0 && strcmp(i, info ? info : "") == 0;
+}
+
+/* exc is last_exception, of the error (code, info) Python raises now */
+static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc, const char* code, const char* info)
 {
     FutoInBinaryValue* slot = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
     if (slot) {
         futoin_reset_binval(slot);
         set_custom(slot, &k_py_object, exc);
     }
+    PyObject* l = raised_of(bsi);
+    PyObject* c = PyUnicode_FromString(code ? code : "");
+    PyObject* i = PyUnicode_FromString(info ? info : "");
+    if (l && c && i) {
+        PyList_SetItem(l, 0, c);
+        PyList_SetItem(l, 1, i);
+    } else {
+        Py_XDECREF(c);
+        Py_XDECREF(i);
+    }
+    PyErr_Clear();
+}
+
+/* the code and info an exception raises as: a FutoInError's own, else the
+ * class name and str() (new references, NULL where there is none) */
+static void exc_code_info(PyObject* type, PyObject* value, PyObject** code_o, PyObject** info_o)
+{
+    *code_o = NULL;
+    *info_o = NULL;
+    if (value && PyObject_IsInstance(value, g_FutoInError) == 1) {
+        *code_o = PyObject_GetAttrString(value, "code");
+        *info_o = PyObject_GetAttrString(value, "info");
+    } else if (type) {
+        *code_o = PyObject_GetAttrString(type, "__name__");
+        *info_o = value ? PyObject_Str(value) : NULL;
+    }
+    PyErr_Clear();
 }
 
 /* Turn the pending Python exception into handle_error() on `bsi`. */
@@ -373,21 +441,13 @@ static void raise_into_flow(FutoInAsyncSteps* bsi)
     if (tb && value) {
         PyException_SetTraceback(value, tb);
     }
-    PyObject* code_o = NULL;
-    PyObject* info_o = NULL;
-    if (value && PyObject_IsInstance(value, g_FutoInError) == 1) {
-        code_o = PyObject_GetAttrString(value, "code");
-        info_o = PyObject_GetAttrString(value, "info");
-    } else if (type) {
-        code_o = PyObject_GetAttrString(type, "__name__");
-        info_o = value ? PyObject_Str(value) : NULL;
-    }
-    PyErr_Clear();
+    PyObject *code_o, *info_o;
+    exc_code_info(type, value, &code_o, &info_o);
     const char* code = code_o && PyUnicode_Check(code_o) ? PyUnicode_AsUTF8(code_o) : NULL;
     const char* info = info_o && PyUnicode_Check(info_o) ? PyUnicode_AsUTF8(info_o) : NULL;
     PyErr_Clear();
     if (value) {
-        set_last_exception(bsi, value);
+        set_last_exception(bsi, value, code ? code : "InternalError", info);
     }
     bsi->api->handle_error(bsi, code ? code : "InternalError", info);
     Py_XDECREF(code_o);
@@ -395,6 +455,29 @@ static void raise_into_flow(FutoInAsyncSteps* bsi)
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(tb);
+}
+
+/* Before a handler sees the error `code`: last_exception is the Python
+ * exception that raised it, else (a Timeout, a C or JS step, a misuse) a
+ * FutoInError of its own, as spec 1.7 asks ("populated with FutoIn errors
+ * as well"), never an earlier error's exception. A value another language
+ * stored there stays. */
+static void last_exception_for(FutoInAsyncSteps* bsi, const char* code)
+{
+    FutoInBinaryValue* slot = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    if (!slot || !code || (slot->type && slot->type != &k_py_object)) {
+        return;
+    }
+    const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+    if (slot->type && raised_as(bsi, code, info)) {
+        return;
+    }
+    PyObject* e = PyObject_CallFunction(g_FutoInError, "ss", code, info ? info : "");
+    if (e) {
+        set_last_exception(bsi, e, code, info);
+        Py_DECREF(e);
+    }
+    PyErr_Clear();
 }
 
 /* ---- trampolines ---- */
@@ -490,6 +573,7 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
 {
     PyGILState_STATE g = PyGILState_Ensure();
     pyfrag* f = data;
+    last_exception_for(bsi, code);
     PyObject* c = PyUnicode_FromString(code ? code : "");
     if (c) {
         StepsObject* v = view_new(bsi, f->tool);
@@ -1201,6 +1285,7 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
 {
     PyGILState_STATE g = PyGILState_Ensure();
     pyfrag* f = data;
+    last_exception_for(bsi, code);
     if (f && f->onerror) {
         StepsObject* v = view_new(bsi, f->tool);
         PyObject* c = PyUnicode_FromString(code);
