@@ -223,15 +223,29 @@ static void null_bsi_everywhere(void** s)
     assert_int_equal(api->is_same_thread(NULL), 0);
 }
 
+/* the second callback sees why in error_info; the running flow's own
+ * error_info is left as it was */
+static void eh_trace_info(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
+    trace("%s:%s:%s", (const char*)data, code, info);
+}
+
+static void f_trace_info(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    trace("%s:[%s]", (const char*)data, (const char*)bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL));
+}
+
 static void execute_twice_reports_to_second_callback(void** s)
 {
     (void)s;
-    g_fx.root->api->add(g_fx.root, "step", f_trace, NULL);
+    g_fx.root->api->add(g_fx.root, "step", f_trace_info, NULL);
     g_fx.root->api->execute(g_fx.root, NULL, on_unhandled);
-    g_fx.root->api->execute(g_fx.root, "second", eh_trace);
-    assert_trace("second:InternalError");
+    g_fx.root->api->execute(g_fx.root, "second", eh_trace_info);
+    assert_trace("second:InternalError:execute() called twice");
     assert_int_equal(futoin_tool_run(g_fx.tool), 0);
-    assert_trace("second:InternalError|step");
+    assert_trace("second:InternalError:execute() called twice|step:[]");
 }
 
 MISUSE_STEP(m_free_step, bsi->api->free(bsi))

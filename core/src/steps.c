@@ -1028,7 +1028,12 @@ void feng_execute(fflow* fl, void* data, FutoInAsyncSteps_error_callback eh)
 {
     if (fl->flags & FL_RUNNING) {
         if (eh) {
+            /* it reads why in error_info, which is the running flow's own
+             * again afterwards (the other half of the double buffer) */
+            const uint8_t own = fl->info_idx;
+            fflow_set_info(fl, "execute() called twice");
             eh(&fl->base.iface, data, FUTOIN_ERR_INTERNAL_ERROR);
+            fl->info_idx = own;
         } else {
             fprintf(stderr, "futoin: InternalError: execute() called twice (ignored)\n");
         }
