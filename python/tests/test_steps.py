@@ -267,6 +267,34 @@ def test_callable_object_gets_all_values(virtual_tool):
     assert Step.got == (1, 2)
 
 
+def test_call_operator_is_success(virtual_tool):
+    """spec 2.2.2: where the language has a call operator, it is success()"""
+    seen = []
+
+    box = {}
+
+    def wait(as_):
+        as_.wait_external()
+        box["as"] = as_
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_(1, "a"))
+    as_.add(lambda as_, *a: seen.append(a))
+    as_.add(wait)
+    as_.add(lambda as_, *a: seen.append(a))
+    as_.execute()
+    virtual_tool.run()
+    box["as"]("later", 2)  # from outside, as success() can be
+    virtual_tool.run()
+    assert seen == [(1, "a"), ("later", 2)]
+    # a second completion is the misuse success() twice is
+    as2 = AsyncSteps(virtual_tool)
+    as2.add(lambda as_: (as_(), as_()), lambda as_, code: (seen.append((code, as_.state.error_info)), as_()))
+    as2.add(lambda as_: None)
+    as2.run()
+    assert seen[-1] == ("InternalError", "success() called twice")
+
+
 def test_success_step(virtual_tool):
     out = []
     value = Thing()

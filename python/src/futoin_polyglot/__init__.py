@@ -161,6 +161,9 @@ class AsyncSteps(AsyncStepsBase):
 
     __slots__ = ()
 
+    # spec 2.2.2: where the language has a call operator, it is success()
+    __call__ = AsyncStepsBase.success
+
     def __new__(cls, tool: "Tool | None" = None):
         if tool is None:
             # the common case inline: the loop used last (see _driver_for)
