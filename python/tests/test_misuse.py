@@ -58,6 +58,15 @@ BAD_CALLS = [
     ("execute(5)", lambda a: a.execute(5), TypeError),
     ("copy_from(5)", lambda a: a.copy_from(5), TypeError),
     ("copy_from(None)", lambda a: a.copy_from(None), TypeError),
+    # an AsyncSteps is callable (its success()) but no step or handler
+    ("add(AsyncSteps)", lambda a: a.add(AsyncSteps(a._tool)), TypeError),
+    ("add(f, AsyncSteps)", lambda a: a.add(noop, AsyncSteps(a._tool)), TypeError),
+    ("loop(AsyncSteps)", lambda a: a.loop(AsyncSteps(a._tool)), TypeError),
+    ("repeat(1, AsyncSteps)", lambda a: a.repeat(1, AsyncSteps(a._tool)), TypeError),
+    ("for_each([1], AsyncSteps)", lambda a: a.for_each([1], AsyncSteps(a._tool)), TypeError),
+    ("set_cancel(AsyncSteps)", lambda a: a.set_cancel(AsyncSteps(a._tool)), TypeError),
+    ("sync(Mutex, AsyncSteps)", lambda a: a.sync(Mutex(tool=a._tool), AsyncSteps(a._tool)), TypeError),
+    ("execute(AsyncSteps)", lambda a: a.execute(AsyncSteps(a._tool)), TypeError),
 ]
 
 

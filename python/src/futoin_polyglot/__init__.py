@@ -148,7 +148,7 @@ def run(tool: "Tool | None" = None) -> None:
 # ---- AsyncSteps ----
 
 def _check_callable(func, what="step function"):
-    if not callable(func):
+    if not callable(func) or isinstance(func, AsyncStepsBase):  # calling an AsyncSteps is success()
         raise TypeError(f"{what} must be callable, not {type(func).__name__}")
 
 

@@ -660,9 +660,15 @@ static int check_usable(StepsObject* self)
     return 0;
 }
 
+/* a callback: callable, but no AsyncSteps (calling one is its success()) */
+static int step_callable(PyObject* o)
+{
+    return PyCallable_Check(o) && !PyObject_TypeCheck(o, &StepsType);
+}
+
 static int callable_or_none(PyObject* o, const char* what)
 {
-    if (o && o != Py_None && !PyCallable_Check(o) && !PyObject_TypeCheck(o, &CStepType)) {
+    if (o && o != Py_None && !step_callable(o) && !PyObject_TypeCheck(o, &CStepType)) {
         PyErr_Format(PyExc_TypeError, "%s must be callable, not %.100s", what, Py_TYPE(o)->tp_name);
         return -1;
     }
@@ -937,7 +943,7 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
     if (check_usable(self)) {
         return NULL;
     }
-    if (!PyCallable_Check(func)) {
+    if (!step_callable(func)) {
         PyErr_SetString(PyExc_TypeError, "cancel handler must be callable");
         return NULL;
     }
@@ -982,7 +988,7 @@ static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
         || parse_label(label, &l)) {
         return NULL;
     }
-    if (!PyCallable_Check(func)) {
+    if (!step_callable(func)) {
         PyErr_SetString(PyExc_TypeError, "loop body must be callable");
         return NULL;
     }
@@ -1013,7 +1019,7 @@ static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
         PyErr_SetString(PyExc_ValueError, "repeat count must be >= 0");
         return NULL;
     }
-    if (!PyCallable_Check(func)) {
+    if (!step_callable(func)) {
         PyErr_SetString(PyExc_TypeError, "repeat body must be callable");
         return NULL;
     }
@@ -1124,7 +1130,7 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
         || callable_or_none(onerror, "onerror")) {
         return NULL;
     }
-    if (!PyCallable_Check(func)) {
+    if (!step_callable(func)) {
         PyErr_SetString(PyExc_TypeError, "step function must be callable");
         return NULL;
     }
@@ -2006,7 +2012,7 @@ static PyObject* mod_step_handle(PyObject* m, PyObject* args)
     if (!PyArg_ParseTuple(args, "O|O:step_handle", &func, &tool)) {
         return NULL;
     }
-    if (!PyCallable_Check(func)) {
+    if (!step_callable(func)) {
         PyErr_SetString(PyExc_TypeError, "step must be callable");
         return NULL;
     }
@@ -2047,7 +2053,7 @@ static PyObject* mod_fragment(PyObject* m, PyObject* args)
     if (!PyArg_ParseTuple(args, "O|OO:fragment", &func, &onerror, &tool)) {
         return NULL;
     }
-    if (!PyCallable_Check(func) || (onerror != Py_None && !PyCallable_Check(onerror))) {
+    if (!step_callable(func) || (onerror != Py_None && !step_callable(onerror))) {
         PyErr_SetString(PyExc_TypeError, "fragment callbacks must be callable");
         return NULL;
     }
