@@ -495,7 +495,6 @@ static void implicit_success_disabled_by_wait(void** state)
     assert_int_equal(futoin_tool_run(g_fx.tool), 0);
     /* the flow waits for an external event; run() returned */
     assert_trace("w");
-    assert_true(as->api->isValid(as));
     as->api->cancel(as);
 }
 
@@ -766,6 +765,52 @@ static void is_valid_tracks_step_life(void** state)
     assert_false(as->api->isValid(NULL));
 }
 
+/* isValid() as the C++ reference's bool cast: a root while it is not
+ * executing, a step while it is the innermost one running (not while its
+ * sub-steps run, not once it ended) */
+static FutoInAsyncSteps* g_valid_outer;
+
+static void valid_inner(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    trace("inner:%d,outer:%d,root:%d", bsi->api->isValid(bsi), g_valid_outer->api->isValid(g_valid_outer),
+          g_fx.root->api->isValid(g_fx.root));
+}
+
+static void valid_outer(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    g_valid_outer = bsi;
+    trace("outer:%d,root:%d", bsi->api->isValid(bsi), g_fx.root->api->isValid(g_fx.root));
+    bsi->api->add(bsi, NULL, valid_inner, NULL);
+}
+
+static void valid_after(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    trace("outer after:%d,this:%d", g_valid_outer->api->isValid(g_valid_outer), bsi->api->isValid(bsi));
+}
+
+static void is_valid_as_the_reference_bool_cast(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, NULL, valid_outer, NULL);
+    as->api->add(as, NULL, valid_after, NULL);
+    as->api->add(as, "w", f_wait, NULL);
+    assert_true(as->api->isValid(as));
+    as->api->execute(as, NULL, on_unhandled);
+    assert_false(as->api->isValid(as)); /* scheduled: executing */
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("outer:1,root:0|inner:1,outer:0,root:0|outer after:0,this:1|w");
+    assert_false(as->api->isValid(as)); /* waiting: still executing */
+    as->api->cancel(as);
+    assert_true(as->api->isValid(as)); /* done: usable again */
+}
+
 static void new_instance_runs_independently(void** state)
 {
     (void)state;
@@ -854,6 +899,7 @@ int main(void)
             T(stack_zeroed_and_freed_newest_first),
             T(root_id_same_in_flow_different_in_branches),
             T(is_valid_tracks_step_life),
+            T(is_valid_as_the_reference_bool_cast),
             T(new_instance_runs_independently),
             T(root_level_use_before_execute),
     };

@@ -399,13 +399,24 @@ static ptrdiff_t api_root_id(FutoInAsyncSteps* bsi)
     return s ? s->strand->id : 0;
 }
 
+/* the C++ reference's bool cast: a root that is not executing, a step that
+ * runs innermost (its callback, its handler, or waiting), a parallel() not
+ * started yet; not while sub-steps or branches run, not once ended */
 static int api_is_valid(FutoInAsyncSteps* bsi)
 {
     if (!bsi) {
         return 0;
     }
-    uint8_t st = fstep_of(bsi)->state;
-    return st != FS_FREE && st != FS_CANCEL;
+    switch (fstep_of(bsi)->state) {
+    case FS_IDLE:
+    case FS_QUEUED:
+    case FS_EXEC:
+    case FS_EH:
+    case FS_WAIT:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 static FutoInAsyncSteps* api_new_instance(FutoInAsyncSteps* bsi)

@@ -508,14 +508,19 @@ def test_bool_and_same_thread(virtual_tool):
         seen["bool"] = bool(as_)
         seen["same"] = as_.is_same_thread()
         seen["view"] = as_
+        seen["root while running"] = bool(root)
+        as_.add(lambda inner: seen.__setitem__("outer while inner runs", bool(as_)))
 
-    as_ = AsyncSteps(virtual_tool)
+    as_ = root = AsyncSteps(virtual_tool)
     assert bool(as_) is True
     as_.add(step)
     as_.add(lambda as_: seen.__setitem__("old_view_after", bool(seen["view"])))
     as_.run()
     assert seen["bool"] is True and seen["same"] is True
     assert seen["old_view_after"] is False
+    # as the C++ reference's bool cast: usable for add() and execute() only
+    # while not executing; an outer step not while its sub-steps run
+    assert seen["root while running"] is False and seen["outer while inner runs"] is False
     assert bool(as_) is True  # the root stays valid until freed
     as_._free()
     assert bool(as_) is False

@@ -178,8 +178,11 @@ struct FutoInAsyncStepsAPI_
             /* Index 16: the same for every step of one sequential flow,
              * different for each parallel branch (loop thread). */
             ptrdiff_t (*rootId)(FutoInAsyncSteps* bsi);
-            /* Index 17: 1 while usable: a root until it is freed, a step while
-             * it is active (loop thread). */
+            /* Index 17: 1 while usable, as the C++ reference's bool cast: a
+             * root while it is not executing (before execute(), after its
+             * flow ended), a step while it runs innermost (its callback, its
+             * error handler, waiting); 0 while its sub-steps run and once it
+             * ended or was freed (loop thread). */
             int (*isValid)(FutoInAsyncSteps* bsi);
             /* Index 18: a new root on the same tool (loop thread). */
             FutoInAsyncSteps* (*newInstance)(FutoInAsyncSteps* bsi);
