@@ -3,6 +3,7 @@ Tool.run()/iterate()/advance()/now() in virtual time."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -147,3 +148,94 @@ def test_tool_address_and_burst():
     as_.loop(body)
     as_.run()
     assert n[0] == 50
+
+
+# ---- spec 2.6: the AsyncTool interface of a Tool ----
+
+
+def test_tool_immediate_and_deferred_run_in_order_in_virtual_time(virtual_tool):
+    out = []
+    h1 = virtual_tool.deferred(20, lambda: out.append(("d20", virtual_tool.now())))
+    h2 = virtual_tool.deferred(10, lambda: out.append(("d10", virtual_tool.now())))
+    h3 = virtual_tool.immediate(lambda: out.append(("i", virtual_tool.now())))
+    assert h1.is_valid() and bool(h2) and virtual_tool.is_valid(h3)
+    virtual_tool.run()
+    assert out == [("i", 0), ("d10", 10), ("d20", 20)]
+    assert not h1.is_valid() and not h2 and not virtual_tool.is_valid(h3)
+
+
+def test_tool_cancel_drops_a_callback_and_is_harmless_after_it_ran(virtual_tool):
+    out = []
+    keep = virtual_tool.deferred(5, lambda: out.append("kept"))
+    gone = virtual_tool.deferred(5, lambda: out.append("gone"))
+    now = virtual_tool.immediate(lambda: out.append("now"))
+    gone.cancel()
+    virtual_tool.cancel(now)
+    assert not gone.is_valid() and not now.is_valid() and keep.is_valid()
+    virtual_tool.run()
+    assert out == ["kept"]
+    keep.cancel()  # it ran: nothing to do
+    virtual_tool.cancel(keep)
+    gone.cancel()
+
+
+def test_tool_callbacks_outlive_their_handles_and_can_schedule_more(virtual_tool):
+    out = []
+
+    def first():
+        out.append("first")
+        virtual_tool.deferred(1, lambda: out.append("second"))
+
+    virtual_tool.immediate(first)  # handle dropped at once
+    virtual_tool.run()
+    assert out == ["first", "second"]
+
+
+def test_tool_callback_exception_is_reported_not_raised(virtual_tool, monkeypatch):
+    out = []
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(str(u.exc_value)))
+
+    def boom():
+        raise ValueError("in callback")
+
+    virtual_tool.immediate(boom)
+    virtual_tool.immediate(lambda: out.append("next"))
+    virtual_tool.run()
+    assert out == ["next"]
+    assert reported == ["in callback"]
+
+
+def test_tool_scheduling_checks_its_arguments_and_thread(virtual_tool):
+    with pytest.raises(TypeError):
+        virtual_tool.immediate(None)
+    with pytest.raises(TypeError):
+        virtual_tool.deferred(5, 7)
+    with pytest.raises((TypeError, ValueError, OverflowError)):
+        virtual_tool.deferred(-1, lambda: None)
+    with pytest.raises(TypeError):
+        virtual_tool.cancel("not a handle")
+    assert virtual_tool.is_same_thread() is True
+    seen = {}
+
+    def other():
+        seen["same"] = virtual_tool.is_same_thread()
+        try:
+            virtual_tool.immediate(lambda: None)
+        except RuntimeError as e:
+            seen["err"] = str(e)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert seen["same"] is False and "thread" in seen["err"]
+
+
+def test_tool_with_pending_callbacks_is_freed_cleanly():
+    tool = make_virtual_tool()
+    out = []
+    tool.deferred(100, lambda: out.append("never"))
+    h = tool.immediate(lambda: out.append("never either"))
+    del tool
+    h.cancel()  # the handle keeps its tool: cancelling still works
+    assert out == []

@@ -214,6 +214,8 @@ typedef struct StepsObject
     PyObject* weakrefs;
 } StepsObject;
 
+struct deferred;
+
 typedef struct ToolObject
 {
     PyObject_HEAD
@@ -221,6 +223,8 @@ typedef struct ToolObject
     PyObject* arm;    /* host-loop arm callable (asyncio driver) or NULL */
     int wake_fd;
     int virtual_time;
+    FutoInAsyncSteps* sched;  /* a root never executed: its sched_* slots serve immediate()/deferred() */
+    struct deferred* pending; /* callbacks of immediate()/deferred() not run yet */
 } ToolObject;
 
 /* One spare view: a callback that did not keep its view gives it back, so
@@ -1204,14 +1208,35 @@ static PyObject* Steps_stack(StepsObject* self, PyObject* args, PyObject* kw)
     return buf;
 }
 
-/* _defer(ms, func) -> handle: func() after ms on the flow's tool */
+/* _defer(ms, func) -> handle: func() after ms on the flow's tool; also the
+ * callbacks of Tool.immediate()/deferred() (owner: that tool) */
 typedef struct deferred
 {
     PyObject* func; /* NULL once fired or cancelled */
     FutoInHandle h;
     FutoInAsyncSteps* bsi;
     int orphan; /* its capsule is gone: the timer frees it */
+    ToolObject* owner; /* a Tool's: on its pending list while func is set */
+    struct deferred* next;
+    struct deferred* prev;
 } deferred;
+
+static void deferred_unlink(deferred* d)
+{
+    if (!d->owner) {
+        return;
+    }
+    if (d->prev) {
+        d->prev->next = d->next;
+    } else {
+        d->owner->pending = d->next;
+    }
+    if (d->next) {
+        d->next->prev = d->prev;
+    }
+    d->owner = NULL;
+    d->next = d->prev = NULL;
+}
 
 static void deferred_fire(void* data)
 {
@@ -1219,6 +1244,7 @@ static void deferred_fire(void* data)
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject* func = d->func;
     d->func = NULL;
+    deferred_unlink(d);
     if (func) {
         PyObject* r = PyObject_CallNoArgs(func);
         if (!r) {
@@ -1737,8 +1763,11 @@ static PyObject* Tool_new(PyTypeObject* type, PyObject* args, PyObject* kw)
     return (PyObject*)self;
 }
 
+static void tool_drop_pending(ToolObject* self);
+
 static void Tool_dealloc(ToolObject* self)
 {
+    tool_drop_pending(self);
     if (self->tool) {
         futoin_tool_set_hooks(self->tool, NULL);
         futoin_tool_free(self->tool);
@@ -1862,6 +1891,193 @@ static PyObject* Tool_bind_thread(ToolObject* self, PyObject* unused)
     Py_RETURN_NONE;
 }
 
+/* ---- spec 2.6: immediate(), deferred(), cancel(), is_valid() ---- */
+
+typedef struct HandleObject
+{
+    PyObject_HEAD
+    ToolObject* tool; /* kept alive: its callbacks can be cancelled */
+    deferred* d;
+} HandleObject;
+
+static PyTypeObject HandleType;
+
+/* the tool's scheduling root, on the loop thread only (the slots are) */
+static FutoInAsyncSteps* tool_sched(ToolObject* self, const char* what)
+{
+    if (!self->sched) {
+        self->sched = futoin_steps_new(self->tool);
+        if (!self->sched) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    if (!self->sched->api->is_same_thread(self->sched)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Tool.%s() from another thread than the tool's loop: complete a step with success() "
+                     "there, or use that loop's own thread-safe call",
+                     what);
+        return NULL;
+    }
+    return self->sched;
+}
+
+static PyObject* tool_schedule(ToolObject* self, int64_t delay_ms, PyObject* func, const char* what)
+{
+    if (!PyCallable_Check(func)) {
+        return PyErr_Format(PyExc_TypeError, "%s() expects a callable, not %.100s", what, Py_TYPE(func)->tp_name);
+    }
+    FutoInAsyncSteps* sched = tool_sched(self, what);
+    if (!sched) {
+        return NULL;
+    }
+    HandleObject* h = PyObject_New(HandleObject, &HandleType);
+    deferred* d = PyMem_Calloc(1, sizeof(deferred));
+    if (!h || !d) {
+        Py_XDECREF(h);
+        PyMem_Free(d);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(func);
+    d->func = func;
+    d->bsi = sched;
+    d->h = delay_ms < 0 ? sched->api->sched_immediate(sched, d, deferred_fire)
+                        : sched->api->sched_deferred(sched, (uint32_t)delay_ms, d, deferred_fire);
+    d->owner = self;
+    d->next = self->pending;
+    if (d->next) {
+        d->next->prev = d;
+    }
+    self->pending = d;
+    Py_INCREF(self);
+    h->tool = self;
+    h->d = d;
+    return (PyObject*)h;
+}
+
+static PyObject* Tool_immediate(ToolObject* self, PyObject* func)
+{
+    return tool_schedule(self, -1, func, "immediate");
+}
+
+static PyObject* Tool_deferred(ToolObject* self, PyObject* args)
+{
+    long long ms;
+    PyObject* func;
+    if (!PyArg_ParseTuple(args, "LO:deferred", &ms, &func)) {
+        return NULL;
+    }
+    if (ms < 0 || ms > UINT32_MAX) {
+        return PyErr_Format(PyExc_ValueError, "deferred() delay must be 0..%u ms", (unsigned)UINT32_MAX);
+    }
+    return tool_schedule(self, ms, func, "deferred");
+}
+
+static HandleObject* handle_arg(PyObject* o)
+{
+    if (!PyObject_TypeCheck(o, &HandleType)) {
+        PyErr_Format(PyExc_TypeError, "a Handle of immediate() or deferred() expected, not %.100s",
+                     Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    return (HandleObject*)o;
+}
+
+static PyObject* Handle_cancel(HandleObject* self, PyObject* unused)
+{
+    (void)unused;
+    deferred* d = self->d;
+    if (d->func) {
+        d->bsi->api->sched_cancel(d->bsi, &d->h);
+        Py_CLEAR(d->func);
+        deferred_unlink(d);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject* Handle_is_valid(HandleObject* self, PyObject* unused)
+{
+    (void)unused;
+    return PyBool_FromLong(self->d->func != NULL);
+}
+
+static int Handle_bool(HandleObject* self)
+{
+    return self->d->func != NULL;
+}
+
+static void Handle_dealloc(HandleObject* self)
+{
+    if (self->d->func) {
+        self->d->orphan = 1; /* still pending: freed when it fires or with its tool */
+    } else {
+        PyMem_Free(self->d);
+    }
+    Py_DECREF(self->tool);
+    PyObject_Free(self);
+}
+
+static PyObject* Tool_cancel(ToolObject* self, PyObject* arg)
+{
+    (void)self;
+    HandleObject* h = handle_arg(arg);
+    return h ? Handle_cancel(h, NULL) : NULL;
+}
+
+static PyObject* Tool_is_valid(ToolObject* self, PyObject* arg)
+{
+    (void)self;
+    HandleObject* h = handle_arg(arg);
+    return h ? Handle_is_valid(h, NULL) : NULL;
+}
+
+static PyObject* Tool_is_same_thread(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (!self->sched) {
+        self->sched = futoin_steps_new(self->tool);
+        if (!self->sched) {
+            return PyErr_NoMemory();
+        }
+    }
+    return PyBool_FromLong(self->sched->api->is_same_thread(self->sched));
+}
+
+/* callbacks never run: their tool goes (only orphans are left by then) */
+static void tool_drop_pending(ToolObject* self)
+{
+    while (self->pending) {
+        deferred* d = self->pending;
+        deferred_unlink(d);
+        Py_CLEAR(d->func);
+        if (d->orphan) {
+            PyMem_Free(d);
+        }
+    }
+    if (self->sched) {
+        self->sched->api->free(self->sched);
+        self->sched = NULL;
+    }
+}
+
+static PyMethodDef Handle_methods[] = {
+        {"cancel", (PyCFunction)Handle_cancel, METH_NOARGS, "drop the callback if it has not run (harmless after)"},
+        {"is_valid", (PyCFunction)Handle_is_valid, METH_NOARGS, "whether the callback is still to run"},
+        {NULL, NULL, 0, NULL},
+};
+
+static PyNumberMethods Handle_as_number = {.nb_bool = (inquiry)Handle_bool};
+
+static PyTypeObject HandleType = {
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "futoin_polyglot._futoin.Handle",
+        .tp_basicsize = sizeof(HandleObject),
+        .tp_flags = Py_TPFLAGS_DEFAULT,
+        .tp_dealloc = (destructor)Handle_dealloc,
+        .tp_methods = Handle_methods,
+        .tp_as_number = &Handle_as_number,
+        .tp_doc = "a callback scheduled by Tool.immediate() or Tool.deferred()",
+};
+
 static PyObject* Tool_get_virtual(ToolObject* self, void* c)
 {
     (void)c;
@@ -1886,6 +2102,11 @@ static PyMethodDef Tool_methods[] = {
         {"drain_wakeups", (PyCFunction)Tool_drain_wakeups, METH_NOARGS, NULL},
         {"bind_thread", (PyCFunction)Tool_bind_thread, METH_NOARGS, NULL},
         {"address", (PyCFunction)Tool_address, METH_NOARGS, "address of the FutoInAsyncTool*"},
+        {"immediate", (PyCFunction)Tool_immediate, METH_O, "immediate(func) -> Handle: func() on the next turn"},
+        {"deferred", (PyCFunction)Tool_deferred, METH_VARARGS, "deferred(delay_ms, func) -> Handle: func() after delay_ms"},
+        {"cancel", (PyCFunction)Tool_cancel, METH_O, "cancel(handle): drop a callback not run yet"},
+        {"is_valid", (PyCFunction)Tool_is_valid, METH_O, "is_valid(handle): whether it is still to run"},
+        {"is_same_thread", (PyCFunction)Tool_is_same_thread, METH_NOARGS, "whether this is the tool's loop thread"},
         {NULL, NULL, 0, NULL},
 };
 
@@ -2128,7 +2349,8 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_futoin", "C core of
 
 PyMODINIT_FUNC PyInit__futoin(void)
 {
-    if (PyType_Ready(&StepsType) < 0 || PyType_Ready(&ToolType) < 0 || PyType_Ready(&CStepType) < 0) {
+    if (PyType_Ready(&StepsType) < 0 || PyType_Ready(&ToolType) < 0 || PyType_Ready(&CStepType) < 0
+            || PyType_Ready(&HandleType) < 0) {
         return NULL;
     }
     PyObject* m = PyModule_Create(&moddef);
@@ -2141,6 +2363,8 @@ PyMODINIT_FUNC PyInit__futoin(void)
     PyModule_AddObject(m, "AsyncStepsBase", (PyObject*)&StepsType);
     PyModule_AddObject(m, "Tool", (PyObject*)&ToolType);
     PyModule_AddObject(m, "CStep", (PyObject*)&CStepType);
+    Py_INCREF(&HandleType);
+    PyModule_AddObject(m, "Handle", (PyObject*)&HandleType);
     PyModule_AddIntConstant(m, "ABI_VERSION", futoin_abi_version());
     PyModule_AddStringConstant(m, "CORE_VERSION", futoin_version());
     return m;
