@@ -400,3 +400,17 @@ def test_error_handler_in_asyncio_and_recovery(arun):
         return await as_
 
     assert arun(main()) == "fixed E1"
+
+
+def test_tool_immediate_and_deferred_on_the_asyncio_loop(arun):
+    async def main():
+        tool = fp.get_tool()
+        got = []
+        done = asyncio.get_running_loop().create_future()
+        tool.deferred(1, lambda: done.set_result(got))
+        tool.immediate(lambda: got.append("immediate"))
+        cancelled = tool.immediate(lambda: got.append("cancelled"))
+        cancelled.cancel()
+        return await done
+
+    assert arun(main()) == ["immediate"]
