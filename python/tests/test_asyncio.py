@@ -69,7 +69,7 @@ def test_promise_from_inside_a_step_does_not_run_inline(arun):
     assert inner_done == [False]
 
 
-def test_promise_twice_is_internal_error(arun):
+def test_promise_twice_is_internal_error(arun, capfd):
     async def main():
         as_ = AsyncSteps()
         as_.await_(asyncio.sleep(0, result=1))
@@ -77,9 +77,11 @@ def test_promise_twice_is_internal_error(arun):
         second = as_.promise()
         with pytest.raises(FutoInError) as ei:
             await second
-        return await first, ei.value.code
+        return await first, ei.value.code, ei.value.info
 
-    assert arun(main()) == (1, "InternalError")
+    assert arun(main()) == (1, "InternalError", "execute() called twice")
+    # the second future has the error: nothing else reports it
+    assert capfd.readouterr().err == ""
 
 
 def test_await_flow_error_raises_futoin_error(arun):

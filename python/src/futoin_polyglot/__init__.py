@@ -301,7 +301,7 @@ class AsyncSteps(AsyncStepsBase):
         fut = loop.create_future()
         key = id(self)
         if _running.get(key) is self:
-            AsyncStepsBase.execute(self, None)  # the engine reports InternalError
+            # the future has the error: no report of the engine on stderr too
             fut.set_exception(FutoInError(errors.InternalError, "execute() called twice"))
             return fut
         _running[key] = self  # closures hold the key only (see execute)
