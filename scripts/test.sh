@@ -34,6 +34,10 @@ python3 -m pip install -q ./python
     --ftnconf "$root/build/ci/conformance/libftnconf.so" "$root/conformance/scenarios" ) > build/ci/conformance-py.log \
   || { cat build/ci/conformance-py.log; exit 1; }
 grep -v '^pass' build/ci/conformance-py.log || true
+echo "Python tests and conformance again under the debug allocator (use after free, overruns)"
+( cd "$(mktemp -d)" && PYTHONMALLOC=debug python3 -X dev -m pytest -q -p no:cacheprovider "$root/python/tests" \
+    && PYTHONMALLOC=debug python3 "$root/conformance/python/runner.py" \
+      --ftnconf "$root/build/ci/conformance/libftnconf.so" "$root/conformance/scenarios" | tail -n1 )
 python3 scripts/extract_quickstart.py python > build/ci/quickstart.py
 test "$(cd /tmp && python3 "$root/build/ci/quickstart.py" | head -n1)" = "data:42"
 echo "README Python quickstart runs as written"

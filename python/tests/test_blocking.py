@@ -3,6 +3,7 @@ Tool.run()/iterate()/advance()/now() in virtual time."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -239,3 +240,22 @@ def test_tool_with_pending_callbacks_is_freed_cleanly():
     del tool
     h.cancel()  # the handle keeps its tool: cancelling still works
     assert out == []
+
+
+def test_a_callback_that_drops_its_own_handle_frees_it_once():
+    # PYTHONMALLOC=debug turns a use after free into a crash
+    import subprocess
+    code = """
+from futoin_polyglot.testing import make_virtual_tool
+tool = make_virtual_tool()
+box = {}
+def fire():
+    box.pop("h")  # the last reference to its own handle
+    box["ran"] = True
+box["h"] = tool.deferred(1, fire)
+tool.run()
+print(box)
+"""
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONMALLOC="debug"),
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout.strip()) == (0, "{'ran': True}"), r.stderr

@@ -1215,7 +1215,8 @@ typedef struct deferred
     PyObject* func; /* NULL once fired or cancelled */
     FutoInHandle h;
     FutoInAsyncSteps* bsi;
-    int orphan; /* its capsule is gone: the timer frees it */
+    int orphan; /* its capsule or Handle is gone: the timer frees it */
+    int firing; /* func runs: whoever lets go of it meanwhile leaves it to fire() */
     ToolObject* owner; /* a Tool's: on its pending list while func is set */
     struct deferred* next;
     struct deferred* prev;
@@ -1245,6 +1246,7 @@ static void deferred_fire(void* data)
     PyObject* func = d->func;
     d->func = NULL;
     deferred_unlink(d);
+    d->firing = 1;
     if (func) {
         PyObject* r = PyObject_CallNoArgs(func);
         if (!r) {
@@ -1253,6 +1255,7 @@ static void deferred_fire(void* data)
         Py_XDECREF(r);
         Py_DECREF(func);
     }
+    d->firing = 0;
     if (d->orphan) {
         PyMem_Free(d);
     }
@@ -1263,8 +1266,8 @@ static void deferred_fire(void* data)
 static void deferred_capsule_free(PyObject* cap)
 {
     deferred* d = PyCapsule_GetPointer(cap, "futoin.deferred");
-    if (d->func) {
-        d->orphan = 1; /* still pending: freed when it fires */
+    if (d->func || d->firing) {
+        d->orphan = 1; /* pending or firing: freed by deferred_fire() */
     } else {
         PyMem_Free(d);
     }
@@ -2008,8 +2011,8 @@ static int Handle_bool(HandleObject* self)
 
 static void Handle_dealloc(HandleObject* self)
 {
-    if (self->d->func) {
-        self->d->orphan = 1; /* still pending: freed when it fires or with its tool */
+    if (self->d->func || self->d->firing) {
+        self->d->orphan = 1; /* pending or firing: freed by deferred_fire() or with its tool */
     } else {
         PyMem_Free(self->d);
     }
