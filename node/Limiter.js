@@ -19,6 +19,26 @@ const opt = (options, name, dflt) => {
     return v;
 };
 
+/* a Limiter's parts as futoin-asyncsteps shows them: settings and live counts */
+class LimiterMutex {
+    constructor(s, max, max_queue) {
+        this._s = s;
+        this._max = max;
+        this._max_queue = max_queue;
+    }
+}
+mutexFields(LimiterMutex.prototype);
+
+class LimiterThrottle {
+    constructor(s, max, period_ms, max_queue) {
+        this._s = s;
+        this._max = max;
+        this._period_ms = period_ms;
+        this._max_queue = max_queue;
+    }
+}
+throttleFields(LimiterThrottle.prototype);
+
 class Limiter extends NativeSync {
     constructor(options = {}) {
         if (options === null || typeof options !== 'object') {
@@ -32,8 +52,8 @@ class Limiter extends NativeSync {
         super(N.limiterNew(onTestTool(), concurrent, max_queue, rate, period_ms, burst));
         // the settings and the live counts, where futoin-asyncsteps' Limiter
         // keeps them (one C object does the work of its Mutex and Throttle)
-        this._mutex = Object.freeze(mutexFields({ _max: concurrent, _max_queue: max_queue }, this._s));
-        this._throttle = Object.freeze(throttleFields({ _max: rate, _period_ms: period_ms, _max_queue: burst }, this._s));
+        this._mutex = Object.freeze(new LimiterMutex(this._s, concurrent, max_queue));
+        this._throttle = Object.freeze(new LimiterThrottle(this._s, rate, period_ms, burst));
     }
 }
 

@@ -13,8 +13,9 @@ class Mutex extends NativeSync {
         super(N.mutexNew(onTestTool(), positive(max, 'max'), queueLimit(max_queue)));
         this._max = max;
         this._max_queue = max_queue;
-        mutexFields(this, this._s); // _locked, _queue
     }
 }
+
+mutexFields(Mutex.prototype); // _locked, _queue
 
 module.exports = Mutex;

@@ -21,7 +21,6 @@ class Throttle extends NativeSync {
         this._max = max;
         this._period_ms = period_ms;
         this._max_queue = max_queue;
-        throttleFields(this, this._s); // _current, _queue
     }
 
     /* as futoin-asyncsteps' Throttle: null while no period counts entries */
@@ -29,6 +28,8 @@ class Throttle extends NativeSync {
         return N.syncTimer(this._s) ? PERIOD_TIMER : null;
     }
 }
+
+throttleFields(Throttle.prototype); // _current, _queue
 
 const PERIOD_TIMER = Object.freeze({ period: true });
 

@@ -61,21 +61,19 @@ const statsOf = (s) => N.syncStats(s);
  * many placeholders (their count is what callers read) */
 const waiting = (n) => Object.freeze(new Array(n).fill(null));
 
-/* what futoin-asyncsteps' Mutex and Throttle keep in their fields, read from
- * the C object `s` (a Limiter's parts share one) */
-const mutexFields = (obj, s) => {
-    Object.defineProperties(obj, {
-        _locked: { get: () => statsOf(s)[0], configurable: true },
-        _queue: { get: () => waiting(statsOf(s)[1]), configurable: true },
+/* the live fields of futoin-asyncsteps' Mutex and Throttle, read from the C
+ * object this._s (getters on a prototype: instances keep their shape) */
+const mutexFields = (proto) => {
+    Object.defineProperties(proto, {
+        _locked: { get() { return statsOf(this._s)[0]; }, configurable: true },
+        _queue: { get() { return waiting(statsOf(this._s)[1]); }, configurable: true },
     });
-    return obj;
 };
-const throttleFields = (obj, s) => {
-    Object.defineProperties(obj, {
-        _current: { get: () => statsOf(s)[2], configurable: true },
-        _queue: { get: () => waiting(statsOf(s)[3]), configurable: true },
+const throttleFields = (proto) => {
+    Object.defineProperties(proto, {
+        _current: { get() { return statsOf(this._s)[2]; }, configurable: true },
+        _queue: { get() { return waiting(statsOf(this._s)[3]); }, configurable: true },
     });
-    return obj;
 };
 
 /* whether new objects use the AsyncToolTest scheduler */
