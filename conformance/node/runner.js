@@ -494,7 +494,17 @@ class Run {
     addNode(as, cflow, node, parallel = false) {
         const lang = node.lang || 'js';
         if (node.copyFrom !== undefined) {
-            for (const n of (this.scenario.models || {})[node.copyFrom] || []) {
+            const nodes = (this.scenario.models || {})[node.copyFrom] || [];
+            if (!parallel && this.jsModel(nodes)) {
+                // the real copyFrom() of a model root made of the nodes
+                const model = $as();
+                for (const n of nodes) {
+                    this.addNode(model, cflow, n);
+                }
+                as.copyFrom(model);
+                return;
+            }
+            for (const n of nodes) {
                 this.addNode(as, cflow, n, parallel);
             }
             return;
@@ -533,6 +543,16 @@ class Run {
         } else {
             as.add(cb, eh);
         }
+    }
+
+    /* a model JS builds alone: its nodes (branches, models copied in) are JS */
+    jsModel(nodes) {
+        return nodes.every((n) => {
+            if (n.copyFrom !== undefined) {
+                return this.jsModel((this.scenario.models || {})[n.copyFrom] || []);
+            }
+            return (n.lang || 'js') === 'js' && (n.parallel === undefined || this.jsModel(n.parallel));
+        });
     }
 
     callbacks(node, cflow) {

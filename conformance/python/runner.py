@@ -238,7 +238,15 @@ class Run:
     def add_node(self, as_, cflow, node):
         lang = node.get("lang", "py")
         if "copyFrom" in node:
-            for n in self.scenario.get("models", {}).get(node["copyFrom"], []):
+            nodes = self.scenario.get("models", {}).get(node["copyFrom"], [])
+            if self.py_model(nodes):
+                # the real copy_from() of a model root made of the nodes
+                model = AsyncSteps(self.tool)
+                for n in nodes:
+                    self.add_node(model, cflow, n)
+                as_.copy_from(model)
+                return
+            for n in nodes:
                 self.add_node(as_, cflow, n)
             return
         if lang != "py" and "parallel" not in node:
@@ -266,6 +274,16 @@ class Run:
             as_.success_step(*[value_from_json(v) for v in node["successStep"]])
         else:
             as_.add(cb, eh)
+
+    def py_model(self, nodes):
+        """a model Python builds alone: its nodes (branches, models copied in) are py"""
+        for n in nodes:
+            if "copyFrom" in n:
+                if not self.py_model(self.scenario.get("models", {}).get(n["copyFrom"], [])):
+                    return False
+            elif n.get("lang", "py") != "py" or ("parallel" in n and not self.py_model(n["parallel"])):
+                return False
+        return True
 
     def callbacks(self, node, cflow):
         run = self
