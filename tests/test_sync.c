@@ -1067,44 +1067,46 @@ static void foreign_sync_cancel_while_locking(void** state)
     flows_free();
 }
 
+/* n flows start on `sync` and take their first turn */
+static void flows_enter(FutoInSync* sync, int hold_ms, int n)
+{
+    flows_init(sync, hold_ms);
+    for (int i = 0; i < n; ++i) {
+        flow_start(&g_flows[i]);
+    }
+    futoin_tool_iterate(g_fx.tool, 0);
+}
+
+static void assert_stats(FutoInSync* sync, uint32_t inside, uint32_t mutex_waiting, uint32_t entries,
+                         uint32_t throttle_waiting)
+{
+    FutoInSyncStats st;
+    assert_int_equal(futoin_sync_stats(sync, &st), 0);
+    assert_int_equal(st.inside, inside);
+    assert_int_equal(st.mutex_waiting, mutex_waiting);
+    assert_int_equal(st.entries, entries);
+    assert_int_equal(st.throttle_waiting, throttle_waiting);
+}
+
 /* stats: who is inside and who waits, as futoin-asyncsteps shows in its
  * objects' fields (a Limiter: both parts); -1 for anything not built in */
 static void sync_stats_show_who_is_inside_and_who_waits(void** state)
 {
     (void)state;
-    FutoInSyncStats st;
     FutoInSync* m = futoin_mutex_new(g_fx.tool, 2, FUTOIN_UNLIMITED);
-    flows_init(m, HOLD_FOREVER);
-    assert_int_equal(futoin_sync_stats(m, &st), 0);
-    assert_int_equal(st.inside + st.mutex_waiting + st.entries + st.throttle_waiting, 0);
-    for (int i = 0; i < 4; ++i) {
-        flow_start(&g_flows[i]);
-    }
-    futoin_tool_iterate(g_fx.tool, 0);
-    assert_int_equal(futoin_sync_stats(m, &st), 0);
-    assert_int_equal(st.inside, 2);
-    assert_int_equal(st.mutex_waiting, 2);
-    assert_int_equal(st.entries, 0);
-    assert_int_equal(st.throttle_waiting, 0);
+    assert_stats(m, 0, 0, 0, 0);
+    flows_enter(m, HOLD_FOREVER, 4);
+    assert_stats(m, 2, 2, 0, 0);
     flows_free();
-    assert_int_equal(futoin_sync_stats(m, &st), 0);
-    assert_int_equal(st.inside + st.mutex_waiting, 0);
+    assert_stats(m, 0, 0, 0, 0);
     futoin_sync_free(m);
     trace_reset();
 
     FutoInSync* t = futoin_throttle_new(g_fx.tool, 2, 100, FUTOIN_UNLIMITED);
-    flows_init(t, 0);
-    for (int i = 0; i < 3; ++i) {
-        flow_start(&g_flows[i]);
-    }
-    futoin_tool_iterate(g_fx.tool, 0);
-    assert_int_equal(futoin_sync_stats(t, &st), 0);
-    assert_int_equal(st.entries, 2);
-    assert_int_equal(st.throttle_waiting, 1);
-    assert_int_equal(st.inside + st.mutex_waiting, 0);
+    flows_enter(t, 0, 3);
+    assert_stats(t, 0, 0, 2, 1);
     run_all();
-    assert_int_equal(futoin_sync_stats(t, &st), 0);
-    assert_int_equal(st.entries + st.throttle_waiting, 0);
+    assert_stats(t, 0, 0, 0, 0);
     flows_free();
     futoin_sync_free(t);
     trace_reset();
@@ -1117,19 +1119,12 @@ static void sync_stats_show_who_is_inside_and_who_waits(void** state)
     o.period_ms = 100;
     o.burst = FUTOIN_UNLIMITED;
     FutoInSync* l = futoin_limiter_new(g_fx.tool, &o);
-    flows_init(l, HOLD_FOREVER);
-    for (int i = 0; i < 4; ++i) {
-        flow_start(&g_flows[i]);
-    }
-    futoin_tool_iterate(g_fx.tool, 0);
-    assert_int_equal(futoin_sync_stats(l, &st), 0);
-    assert_int_equal(st.inside, 2);
-    assert_int_equal(st.mutex_waiting, 2);
-    assert_int_equal(st.entries, 2);
-    assert_int_equal(st.throttle_waiting, 0);
+    flows_enter(l, HOLD_FOREVER, 4);
+    assert_stats(l, 2, 2, 2, 0);
     flows_free();
     futoin_sync_free(l);
 
+    FutoInSyncStats st;
     my_sync foreign = {.iface = {&my_sync_api}, .name = "foreign"};
     memset(&st, 0xff, sizeof(st));
     assert_int_equal(futoin_sync_stats(&foreign.iface, &st), -1);
