@@ -953,7 +953,9 @@ class AsyncSteps {
         const ops = this._ops;
         if (Array.isArray(ops)) {
             for (let i = 0; i < ops.length; i += 3) {
-                q.push(ops[i] === Q_ADD ? [ops[i + 1], ops[i + 2]] : [queuedCall, ops[i] === Q_PAR ? ops[i + 2] : undefined]);
+                const kind = ops[i];
+                q.push(kind === Q_ADD ? [ops[i + 1], ops[i + 2]] :
+                    [queuedCall, kind === Q_PAR ? ops[i + 2] : undefined]);
             }
         }
         return q;
@@ -970,7 +972,8 @@ class AsyncSteps {
     loop(func, label) {
         checkFunc(this, func);
         const key = labelKey(label);
-        return this._call((t) => N.loop(t._materialize(), register(func, undefined), key), (t) => t.loop(func, label));
+        return this._call((t) => N.loop(t._materialize(), register(func, undefined), key),
+            (t) => t.loop(func, label));
     }
 
     repeat(count, func, label) {

@@ -54,25 +54,23 @@ class NativeSync extends ISync {
     }
 }
 
-/* [inside, mutex waiting, entries this period, throttle waiting] of the C object */
-const statsOf = (s) => N.syncStats(s);
-
 /* futoin-asyncsteps' _queue holds the waiting steps; here a snapshot of as
  * many placeholders (their count is what callers read) */
 const waiting = (n) => Object.freeze(new Array(n).fill(null));
 
 /* the live fields of futoin-asyncsteps' Mutex and Throttle, read from the C
- * object this._s (getters on a prototype: instances keep their shape) */
+ * object this._s (getters on a prototype: instances keep their shape);
+ * N.syncStats() is [inside, mutex waiting, entries this period, throttle waiting] */
 const mutexFields = (proto) => {
     Object.defineProperties(proto, {
-        _locked: { get() { return statsOf(this._s)[0]; }, configurable: true },
-        _queue: { get() { return waiting(statsOf(this._s)[1]); }, configurable: true },
+        _locked: { get() { return N.syncStats(this._s)[0]; }, configurable: true },
+        _queue: { get() { return waiting(N.syncStats(this._s)[1]); }, configurable: true },
     });
 };
 const throttleFields = (proto) => {
     Object.defineProperties(proto, {
-        _current: { get() { return statsOf(this._s)[2]; }, configurable: true },
-        _queue: { get() { return waiting(statsOf(this._s)[3]); }, configurable: true },
+        _current: { get() { return N.syncStats(this._s)[2]; }, configurable: true },
+        _queue: { get() { return waiting(N.syncStats(this._s)[3]); }, configurable: true },
     });
 };
 
