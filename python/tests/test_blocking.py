@@ -160,6 +160,7 @@ def test_tool_immediate_and_deferred_run_in_order_in_virtual_time(virtual_tool):
     h2 = virtual_tool.deferred(10, lambda: out.append(("d10", virtual_tool.now())))
     h3 = virtual_tool.immediate(lambda: out.append(("i", virtual_tool.now())))
     assert h1.is_valid() and bool(h2) and virtual_tool.is_valid(h3)
+    assert isinstance(h1, fp.Handle) and "Handle" in fp.__all__
     virtual_tool.run()
     assert out == [("i", 0), ("d10", 10), ("d20", 20)]
     assert not h1.is_valid() and not h2 and not virtual_tool.is_valid(h3)

@@ -14,7 +14,7 @@ import threading
 import weakref
 
 from . import errors
-from ._futoin import ABI_VERSION, CORE_VERSION, AsyncStepsBase, CStep, Tool
+from ._futoin import ABI_VERSION, CORE_VERSION, AsyncStepsBase, CStep, Handle, Tool
 from ._futoin import _setup, is_native
 from ._futoin import limiter_new as _limiter_new
 from ._futoin import mutex_new as _mutex_new
@@ -25,7 +25,7 @@ from ._futoin import wrap as _wrap
 from .errors import FutoInError
 
 __all__ = [
-    "AsyncSteps", "AsyncTool", "CStep", "FutoInError", "ISync", "Limiter", "Mutex", "State",
+    "AsyncSteps", "AsyncTool", "CStep", "FutoInError", "Handle", "ISync", "Limiter", "Mutex", "State",
     "StepHandle", "Throttle", "Tool", "errors", "get_tool", "is_native", "run", "wrap",
     "ABI_VERSION", "CORE_VERSION",
 ]

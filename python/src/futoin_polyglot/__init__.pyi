@@ -1,7 +1,7 @@
 from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping, Optional, Tuple, TypeVar, Union
 
 from . import errors as errors
-from ._futoin import CStep as CStep, Tool as Tool
+from ._futoin import CStep as CStep, Handle as Handle, Tool as Tool
 from .errors import FutoInError as FutoInError
 
 ABI_VERSION: int
