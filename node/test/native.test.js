@@ -187,6 +187,25 @@ if (isPolyglot) {
         assert.strictEqual(r2.err, 'InvalidRequest');
     });
 
+    test('copyFrom() of a model with a C step, on a root and inside a step', T, async () => {
+        const model = $as();
+        model.add((as) => as.success(21));
+        model.add(native.cstep(lib, 't_double'));
+        const root = $as();
+        root.copyFrom(model);
+        root.add((as, v) => as.success(v, 'root'));
+        assert.deepStrictEqual(await new Promise((resolve, reject) => {
+            root.add((as, ...args) => resolve(args));
+            root.execute();
+        }), [42, 'root']);
+        const r = await runFlow((as) => {
+            as.copyFrom(model);
+            as.add((as, v) => as.success(v, 'step'));
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(r.args, [42, 'step']);
+    });
+
     test('a C error handler recovers a C step', T, async () => {
         const r = await runFlow((as) => {
             as.add(native.cstep(lib, 't_fail', { onerror: 't_recover' }));
