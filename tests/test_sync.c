@@ -2,7 +2,10 @@
  * used through addSync() (FTN12 sections 1.11, 2.3-2.5, 2.7.3). Everything
  * runs in virtual time: critical sections "take time" through sched_deferred
  * timers, so an overlap or a wrong entry time shows in the trace. */
+#define _POSIX_C_SOURCE 200809L /* dup(), dup2(), fileno(): stderr capture */
 #include "helpers.h"
+
+#include <unistd.h>
 
 /* ---- a flow that enters a critical section ---- */
 
@@ -1133,6 +1136,79 @@ static void sync_stats_show_who_is_inside_and_who_waits(void** state)
     assert_int_equal(futoin_sync_stats(&foreign.iface, NULL), -1);
 }
 
+/* ---- stderr of a run, for what the engine reports there ---- */
+
+static FILE* g_err_file;
+static int g_err_saved = -1;
+
+static void stderr_capture(void)
+{
+    fflush(stderr);
+    g_err_file = tmpfile();
+    assert_non_null(g_err_file);
+    g_err_saved = dup(2);
+    dup2(fileno(g_err_file), 2);
+}
+
+/* what was written meanwhile (static buffer) */
+static const char* stderr_captured(void)
+{
+    static char buf[1024];
+    fflush(stderr);
+    dup2(g_err_saved, 2);
+    close(g_err_saved);
+    rewind(g_err_file);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, g_err_file);
+    buf[n] = 0;
+    fclose(g_err_file);
+    return buf;
+}
+
+/* the flow's step: a timeout of 20 ms, then the section under f->sync */
+static void timed_flow_body(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    flow* f = data;
+    bsi->api->setTimeout(bsi, 20);
+    bsi->api->addSync(bsi, f->sync, f, crit_hold, NULL);
+}
+
+/* The holder and its waiters all time out in one tick: the holder leaves
+ * first and must not grant the lock to a waiter already failing (that
+ * was a "success() after the step already failed" report on stderr) */
+static void lock_not_granted_to_waiters_failing_in_the_same_tick(void** state)
+{
+    (void)state;
+    FutoInLimiterOptions o;
+    futoin_limiter_options_init(&o);
+    o.concurrent = 1;
+    o.max_queue = 2;
+    o.rate = 100;
+    o.period_ms = 1000;
+    FutoInSync* syncs[3] = {
+            futoin_mutex_new(g_fx.tool, 1, FUTOIN_UNLIMITED),
+            futoin_limiter_new(g_fx.tool, &o),
+            futoin_throttle_new(g_fx.tool, 1, 20, FUTOIN_UNLIMITED),
+    };
+    for (int k = 0; k < 3; ++k) {
+        flows_init(syncs[k], HOLD_FOREVER);
+        stderr_capture();
+        for (int i = 0; i < 3; ++i) {
+            flow* f = &g_flows[i];
+            f->root = futoin_steps_new(g_fx.tool);
+            f->root->api->add(f->root, f, timed_flow_body, flow_eh);
+            f->root->api->execute(f->root, f, on_unhandled);
+        }
+        run_all();
+        assert_string_equal(stderr_captured(), "");
+        assert_int_equal(g_inside, 0);
+        assert_stats(syncs[k], 0, 0, 0, 0);
+        flows_free();
+        futoin_sync_free(syncs[k]);
+        trace_reset();
+    }
+}
+
 static void sync_free_null(void** state)
 {
     (void)state;
@@ -1169,6 +1245,7 @@ int main(void)
             T(throttle_timer_pending_while_a_period_counts),
             T(throttle_try_enter_counts_like_lock),
             T(sync_stats_show_who_is_inside_and_who_waits),
+            T(lock_not_granted_to_waiters_failing_in_the_same_tick),
             T(limiter_options_and_concurrency),
             T(limiter_rate),
             T(limiter_mutex_queue_limit),

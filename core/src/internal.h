@@ -340,6 +340,9 @@ FTN_HIDDEN void* feng_host_data(fstep* s);
 FTN_HIDDEN void feng_success(fstep* s, FutoInArgs* args);
 FTN_HIDDEN void feng_error(fstep* s, const char* code, const char* info);
 FTN_HIDDEN void feng_misuse(fstep* s, const char* what);
+/* a step that waits while its flow already fails there (an error from
+ * outside, a Timeout, is pending): nothing may complete it any more */
+FTN_HIDDEN int feng_wait_failing(FutoInAsyncSteps* bsi);
 FTN_HIDDEN void feng_set_timeout(fstep* s, uint32_t ms);
 FTN_HIDDEN void feng_execute(fflow* fl, void* data, FutoInAsyncSteps_error_callback eh);
 FTN_HIDDEN void feng_cancel(fflow* fl);

@@ -858,6 +858,12 @@ static void feng_external_error(fstep* s, const char* code, const char* info)
     }
 }
 
+int feng_wait_failing(FutoInAsyncSteps* bsi)
+{
+    fstep* s = fstep_of(bsi);
+    return s->state == FS_WAIT && (s->strand->err_pending || s->strand->top != s);
+}
+
 void feng_misuse(fstep* s, const char* what)
 {
     if (feng_in_callback(s)) {

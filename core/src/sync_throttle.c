@@ -60,6 +60,9 @@ static void throttle_period(void* data)
     t->count = 0;
     while (t->count < t->max && t->queue.head) {
         fwaiter* w = fwaitq_pop(&t->queue);
+        if (feng_wait_failing(w->bsi)) {
+            continue; /* it leaves with its error: the next one gets the entry */
+        }
         ++t->count;
         w->granted = 1;
         w->bsi->api->success(w->bsi, NULL);
