@@ -416,3 +416,56 @@ def test_tool_immediate_and_deferred_on_the_asyncio_loop(arun):
         return await done
 
     assert arun(main()) == ["immediate"]
+
+
+def test_root_cancel_cancels_its_promise(arun):
+    async def main():
+        root = AsyncSteps()
+        root.add(lambda as_: as_.wait_external())
+        fut = root.promise()
+        asyncio.get_running_loop().call_soon(root.cancel)
+        await asyncio.wait([fut])  # leaves fut alone (a hang guard's cancel would not cancel it)
+        return fut.cancelled(), len(fp._running)
+
+    assert arun(main()) == (True, 0)
+
+
+def test_cancelling_the_awaiting_task_cancels_the_flow(arun):
+    async def main():
+        log = []
+
+        def wait(as_):
+            as_.set_cancel(lambda as_: log.append("cancel handler"))
+            as_.wait_external()
+
+        root = AsyncSteps()
+        root.add(wait)
+        task = asyncio.ensure_future(root.promise())
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        timed = AsyncSteps()
+        timed.add(wait)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(timed.promise(), 0.001)
+        return log, len(fp._running)
+
+    assert arun(main()) == (["cancel handler", "cancel handler"], 0)
+
+
+def test_run_inside_an_asyncio_step_is_a_runtime_error(arun):
+    async def main():
+        seen = []
+
+        def outer(as_):
+            try:
+                AsyncSteps().add(lambda a: a.success("inner")).run()
+            except RuntimeError as e:
+                seen.append(str(e))
+            as_.success("outer")
+
+        return await AsyncSteps().add(outer), seen
+
+    res, seen = arun(main())
+    assert res == "outer" and len(seen) == 1 and "asyncio" in seen[0]

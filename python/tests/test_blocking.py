@@ -260,3 +260,17 @@ print(box)
     r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONMALLOC="debug"),
                        capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout.strip()) == (0, "{'ran': True}"), r.stderr
+
+
+def test_run_inside_a_step_is_a_runtime_error_not_a_hang(virtual_tool):
+    seen = []
+
+    def outer(as_):
+        try:
+            AsyncSteps(virtual_tool).add(lambda a: a.success("inner")).run()
+        except RuntimeError as e:
+            seen.append(str(e))
+        as_.success("outer")
+
+    assert AsyncSteps(virtual_tool).add(outer).run() == "outer"
+    assert len(seen) == 1 and "running" in seen[0]

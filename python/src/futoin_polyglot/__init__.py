@@ -32,6 +32,7 @@ __all__ = [
 
 _SPECIAL_STATE = ("error_info", "last_exception", "async_stack")
 _running: "dict[int, AsyncSteps]" = {}  # roots whose flows are executing, by id
+_promised: "dict[int, asyncio.Future]" = {}  # their promise() futures, by root id
 
 
 class State(dict):
@@ -202,10 +203,14 @@ class AsyncSteps(AsyncStepsBase):
         AsyncStepsBase.execute(self, unhandled)
 
     def cancel(self) -> None:
-        """Cancel the root's flow (spec 2.2.3); safe from any thread."""
+        """Cancel the root's flow (spec 2.2.3); safe from any thread. Its
+        promise() future, if any, is cancelled too."""
         AsyncStepsBase.cancel(self)
         if self.is_same_thread() and _running.get(id(self)) is self:
             del _running[id(self)]
+            fut = _promised.pop(id(self), None)
+            if fut is not None and not fut.done():
+                fut.cancel()
 
     # -- Python-level parts of the API --
 
@@ -305,17 +310,28 @@ class AsyncSteps(AsyncStepsBase):
             fut.set_exception(FutoInError(errors.InternalError, "execute() called twice"))
             return fut
         _running[key] = self  # closures hold the key only (see execute)
+        _promised[key] = fut
 
         def capture(as_, *args):
             _running.pop(key, None)
+            _promised.pop(key, None)
             if not fut.done():
                 fut.set_result(None if not args else args[0] if len(args) == 1 else args)
 
         def unhandled(as_, code):
             _running.pop(key, None)
+            _promised.pop(key, None)
             if not fut.done():
                 st = as_.state
                 fut.set_exception(FutoInError(code, st["error_info"], st["last_exception"]))
+
+        def awaiter_gone(f):
+            # the awaiting task was cancelled (task.cancel(), wait_for(),
+            # a TaskGroup): the flow goes too, as an asyncio Task would
+            if f.cancelled() and _running.get(key) is not None:
+                _running[key].cancel()
+
+        fut.add_done_callback(awaiter_gone)
 
         self._add_hidden(capture)
         AsyncStepsBase.execute(self, unhandled)
@@ -332,6 +348,7 @@ class AsyncSteps(AsyncStepsBase):
     def run(self):
         """Execute and run this flow's tool until idle (blocking). Returns
         the result like promise() or raises FutoInError."""
+        self._tool._check_runnable()  # nested, or under asyncio: it would never return
         box = {}
 
         def capture(as_, *args):

@@ -223,6 +223,7 @@ typedef struct ToolObject
     PyObject* arm;    /* host-loop arm callable (asyncio driver) or NULL */
     int wake_fd;
     int virtual_time;
+    int running; /* inside run(): a nested run() would never return */
     FutoInAsyncSteps* sched;  /* a root never executed: its sched_* slots serve immediate()/deferred() */
     struct deferred* pending; /* callbacks of immediate()/deferred() not run yet */
 } ToolObject;
@@ -1782,11 +1783,51 @@ static void Tool_dealloc(ToolObject* self)
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
+static PyObject* Tool_run_loop(ToolObject* self);
+
 /* blocking run without asyncio: the GIL is released while waiting; Ctrl-C
  * raises KeyboardInterrupt here, with the flows left as they were */
+/* a blocking run() that could return: not nested, not under asyncio */
+static int tool_check_runnable(ToolObject* self)
+{
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Tool.run() is already running: a step cannot block on another flow of its tool; add "
+                        "that flow's steps as sub-steps instead");
+        return -1;
+    }
+    if (self->arm) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "this tool is driven by a running asyncio loop: await the flow (await as_, "
+                        "as_.promise()) instead of run()");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject* Tool_check_runnable(ToolObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (tool_check_runnable(self)) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject* Tool_run(ToolObject* self, PyObject* unused)
 {
     (void)unused;
+    if (tool_check_runnable(self)) {
+        return NULL;
+    }
+    self->running = 1;
+    PyObject* res = Tool_run_loop(self);
+    self->running = 0;
+    return res;
+}
+
+static PyObject* Tool_run_loop(ToolObject* self)
+{
     for (;;) {
         futoin_tool_iterate(self->tool, 0);
         if (PyErr_CheckSignals() != 0) {
@@ -2095,6 +2136,7 @@ static PyObject* Tool_address(ToolObject* self, PyObject* unused)
 
 static PyMethodDef Tool_methods[] = {
         {"run", (PyCFunction)Tool_run, METH_NOARGS, "run until no immediate, timer or reference is left"},
+        {"_check_runnable", (PyCFunction)Tool_check_runnable, METH_NOARGS, "RuntimeError if run() could not return"},
         {"iterate", (PyCFunction)Tool_iterate, METH_VARARGS, "one non-blocking turn; returns next delay"},
         {"next_delay", (PyCFunction)Tool_next_delay, METH_NOARGS, NULL},
         {"now", (PyCFunction)Tool_now, METH_NOARGS, "the tool's clock in ms"},
