@@ -469,3 +469,24 @@ def test_run_inside_an_asyncio_step_is_a_runtime_error(arun):
 
     res, seen = arun(main())
     assert res == "outer" and len(seen) == 1 and "asyncio" in seen[0]
+
+
+def test_sync_objects_made_before_any_loop_bind_to_the_loop_that_uses_them(arun):
+    # asyncio.Lock() at module level works; so must these
+    rate = fp.Throttle(1, 5)
+    mutex = fp.Mutex()
+    limiter = fp.Limiter(concurrent=1, max_queue=4, rate=1, period_ms=5, burst=4)
+
+    async def main():
+        flows = [AsyncSteps().add(lambda as_, i=i: as_.sync(obj, lambda a: a.success(i))).promise()
+                 for obj in (rate, mutex, limiter) for i in range(3)]
+        return await asyncio.gather(*flows)
+
+    assert arun(main()) == [0, 1, 2] * 3
+
+    # a second loop is another tool: a clear error, not a flow that hangs
+    async def again():
+        with pytest.raises(RuntimeError, match="another tool"):
+            AsyncSteps().add(lambda as_: None).sync(rate, lambda a: None)
+
+    arun(again())

@@ -234,6 +234,13 @@ class AsyncSteps(AsyncStepsBase):
     make_loop = AsyncStepsBase.loop
     repeat_loop = AsyncStepsBase.repeat
 
+    def sync(self, obj, func, onerror=None) -> "AsyncSteps":
+        """``func`` as a step under ``obj`` (a Mutex, Throttle, Limiter or any
+        ISync; spec 2.2.1)."""
+        if isinstance(obj, _CoreSync):
+            obj._use_on(self._tool)
+        return AsyncStepsBase.sync(self, obj, func, onerror)
+
     def await_(self, awaitable, onerror=None) -> "AsyncSteps":
         """Wait for a coroutine or future as a step (spec 1.13). Its result
         is the step's result; a rejection becomes ``PromiseReject`` (or the
@@ -444,29 +451,58 @@ class ISync:
         return as_.sync(self, func, onerror)
 
 
-class Mutex(ISync):
+class _CoreSync(ISync):
+    """A sync object of the C core. It belongs to one tool (its timers run
+    there): ``tool=``, else the running loop's, else the tool of the first
+    flow that uses it, as an asyncio.Lock made before any loop runs."""
+
+    def __init__(self, tool, make):
+        self._make = make  # tool -> the core object
+        self._tool = None
+        self._core = None
+        if tool is not None or _get_running_loop() is not None:
+            self._bind(tool if tool is not None else get_tool())
+
+    def _bind(self, tool):
+        self._core = self._make(tool)
+        self._tool = tool
+
+    def _use_on(self, tool):
+        """before a flow of `tool` takes it"""
+        if self._core is None:
+            self._bind(tool if tool is not None else get_tool())
+        elif tool is not None and tool is not self._tool:
+            raise RuntimeError(f"this {type(self).__name__} belongs to another tool (event loop) than this "
+                               "flow's: create it where it is used, or pass tool=")
+
+    @property
+    def _sync(self):
+        if self._core is None:
+            self._bind(get_tool())
+        return self._core
+
+
+class Mutex(_CoreSync):
     """At most ``max`` flows inside; re-entrant per flow; ``max_queue``
     waiting flows (None: unlimited), beyond that DefenseRejected."""
 
     def __init__(self, max: int = 1, max_queue=None, tool=None):
         _check_count("max", max)
         _check_count("max_queue", max_queue, True)
-        self._tool = tool if tool is not None else get_tool()
-        self._sync = _mutex_new(self._tool, max, max_queue)
+        super().__init__(tool, lambda t: _mutex_new(t, max, max_queue))
 
 
-class Throttle(ISync):
+class Throttle(_CoreSync):
     """At most ``max`` entries per ``period_ms``."""
 
     def __init__(self, max: int, period_ms: int = 1000, max_queue=None, tool=None):
         _check_count("max", max)
         _check_count("period_ms", period_ms)
         _check_count("max_queue", max_queue, True)
-        self._tool = tool if tool is not None else get_tool()
-        self._sync = _throttle_new(self._tool, max, period_ms, max_queue)
+        super().__init__(tool, lambda t: _throttle_new(t, max, period_ms, max_queue))
 
 
-class Limiter(ISync):
+class Limiter(_CoreSync):
     """Concurrency and rate limits in one (spec 2.5)."""
 
     def __init__(self, concurrent: int = 1, max_queue: int = 0, rate: int = 1, period_ms: int = 1000,
@@ -474,5 +510,4 @@ class Limiter(ISync):
         for name, v in (("concurrent", concurrent), ("max_queue", max_queue), ("rate", rate),
                         ("period_ms", period_ms), ("burst", burst)):
             _check_count(name, v)
-        self._tool = tool if tool is not None else get_tool()
-        self._sync = _limiter_new(self._tool, concurrent, max_queue, rate, period_ms, burst)
+        super().__init__(tool, lambda t: _limiter_new(t, concurrent, max_queue, rate, period_ms, burst))
