@@ -490,3 +490,28 @@ def test_sync_objects_made_before_any_loop_bind_to_the_loop_that_uses_them(arun)
             AsyncSteps().add(lambda as_: None).sync(rate, lambda a: None)
 
     arun(again())
+
+
+def test_many_asyncio_runs_leave_no_loops_tools_or_descriptors_behind():
+    # pytest-asyncio makes a loop per test: each run must clean up after itself
+    import gc
+    import os
+
+    async def main():
+        return await AsyncSteps().add(lambda as_: as_.success(1))
+
+    def fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    def loops():
+        return sum(1 for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop))
+
+    assert asyncio.run(main()) == 1
+    gc.collect()
+    before = (fds(), loops())
+    for _ in range(60):
+        assert asyncio.run(main()) == 1
+    gc.collect()
+    assert fds() <= before[0] + 1
+    assert loops() <= before[1] + 1
+    assert len(fp._drivers) <= 1

@@ -344,3 +344,27 @@ def test_duck_typed_sync_object(virtual_tool):
     as_.sync(d, lambda as_: d.log.append("crit"))
     as_.run()
     assert d.log == ["lock", "crit", "unlock"]
+
+
+def test_a_sync_object_keeps_its_tool_alive_until_it_goes():
+    # freeing a Throttle stops its period timer on its tool: the tool must
+    # still be there, whatever order the garbage goes in
+    import subprocess
+    import sys
+    code = """
+import gc
+from futoin_polyglot import AsyncSteps, Throttle, Tool
+tool = Tool(virtual_time=True)
+th = Throttle(1, 10, tool=tool)
+AsyncSteps(tool).sync(th, lambda as_: None).execute()
+tool.iterate(0)  # entered: the period timer runs
+th._tool = None
+del tool
+gc.collect()
+del th
+gc.collect()
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], env=dict(__import__("os").environ, PYTHONMALLOC="debug"),
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout.strip()) == (0, "ok"), r.stderr

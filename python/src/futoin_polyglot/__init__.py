@@ -99,14 +99,31 @@ class _AsyncioDriver:
         self._drive()
 
     def close(self) -> None:
+        """the loop closed: let go of it, the hooks (they hold this driver
+        from the tool, a cycle the GC cannot see) and the eventfd"""
+        for handle in (self._soon, self._timer):
+            if handle is not None:
+                handle.cancel()
+        self._soon = self._timer = None
         try:
             self.loop.remove_reader(self._fd)
-        except Exception:  # the loop may be closed already
+        except Exception:  # the loop is closed already
             pass
         self.tool.set_hooks(None)
 
 
 _last_driver = None  # the most recently used one: most programs have one loop
+
+
+def _drop_closed_drivers() -> None:
+    """drivers of loops closed since (each asyncio.run() is a new loop)"""
+    global _last_driver
+    for loop, driver in list(_drivers.items()):
+        if loop.is_closed():
+            del _drivers[loop]
+            driver.close()
+            if _last_driver is driver:
+                _last_driver = None
 
 
 def _driver_for(loop: asyncio.AbstractEventLoop) -> _AsyncioDriver:
@@ -116,6 +133,7 @@ def _driver_for(loop: asyncio.AbstractEventLoop) -> _AsyncioDriver:
         return driver
     driver = _drivers.get(loop)
     if driver is None:
+        _drop_closed_drivers()
         driver = _drivers[loop] = _AsyncioDriver(loop)
     _last_driver = driver
     return driver

@@ -1899,6 +1899,10 @@ static PyObject* Tool_set_hooks(ToolObject* self, PyObject* arm)
     if (arm == Py_None) {
         futoin_tool_set_hooks(self->tool, NULL);
         Py_CLEAR(self->arm);
+        if (self->wake_fd >= 0) {
+            close(self->wake_fd); /* only the hooks wrote to it */
+            self->wake_fd = -1;
+        }
         Py_RETURN_NONE;
     }
     if (!PyCallable_Check(arm)) {
@@ -2202,17 +2206,27 @@ static PyObject* mod_is_native(PyObject* m, PyObject* addr)
     return PyBool_FromLong(futoin_steps_is_native(p));
 }
 
+/* the capsule keeps the object's tool alive: freeing the object stops its
+ * timers on that tool */
 static void sync_capsule_free(PyObject* cap)
 {
     futoin_sync_free(PyCapsule_GetPointer(cap, "futoin.core_sync"));
+    Py_XDECREF((PyObject*)PyCapsule_GetContext(cap));
 }
 
-static PyObject* sync_capsule(FutoInSync* s)
+static PyObject* sync_capsule(FutoInSync* s, ToolObject* tool)
 {
     if (!s) {
         return PyErr_NoMemory();
     }
-    return PyCapsule_New(s, "futoin.core_sync", sync_capsule_free);
+    PyObject* cap = PyCapsule_New(s, "futoin.core_sync", sync_capsule_free);
+    if (!cap) {
+        futoin_sync_free(s);
+        return NULL;
+    }
+    Py_INCREF(tool);
+    PyCapsule_SetContext(cap, tool);
+    return cap;
 }
 
 static uint32_t queue_limit(PyObject* o)
@@ -2237,7 +2251,7 @@ static PyObject* mod_mutex_new(PyObject* m, PyObject* args)
     if (PyErr_Occurred()) {
         return NULL;
     }
-    return sync_capsule(futoin_mutex_new(t->tool, max, q));
+    return sync_capsule(futoin_mutex_new(t->tool, max, q), t);
 }
 
 static PyObject* mod_throttle_new(PyObject* m, PyObject* args)
@@ -2253,7 +2267,7 @@ static PyObject* mod_throttle_new(PyObject* m, PyObject* args)
     if (PyErr_Occurred()) {
         return NULL;
     }
-    return sync_capsule(futoin_throttle_new(t->tool, max, period, q));
+    return sync_capsule(futoin_throttle_new(t->tool, max, period, q), t);
 }
 
 static PyObject* mod_limiter_new(PyObject* m, PyObject* args)
@@ -2265,7 +2279,7 @@ static PyObject* mod_limiter_new(PyObject* m, PyObject* args)
                           &o.burst)) {
         return NULL;
     }
-    return sync_capsule(futoin_limiter_new(t->tool, &o));
+    return sync_capsule(futoin_limiter_new(t->tool, &o), t);
 }
 
 static PyObject* mod_step_handle(PyObject* m, PyObject* args)
