@@ -5,7 +5,7 @@ import asyncio
 import gc
 import weakref
 
-from futoin_polyglot import AsyncSteps
+from futoin_polyglot import AsyncSteps, FutoInError
 
 
 def test_awaited_roots_are_freed():
@@ -53,3 +53,44 @@ def test_running_root_stays_alive_without_user_reference(virtual_tool):
     gc.collect()
     virtual_tool.run()
     assert out == ["Timeout"]
+
+
+def _live_roots():
+    import gc
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, AsyncSteps))
+
+
+def test_failed_flows_awaited_in_a_tight_loop_are_freed(arun):
+    # the step's exception keeps a traceback whose frames hold the root;
+    # the GC must see the cycle through the root's C state
+    import asyncio
+
+    async def main():
+        before = _live_roots()
+        for _ in range(500):
+            try:
+                await AsyncSteps().add(lambda as_: as_.error("NotFound", "no such item"))
+            except FutoInError:
+                pass
+        await asyncio.sleep(0)
+        return _live_roots() - before
+
+    assert arun(main()) <= 2
+
+
+def test_roots_in_their_own_closures_or_state_are_collected(arun):
+    async def main():
+        before = _live_roots()
+        for _ in range(300):
+            r = AsyncSteps()
+            r.state.owner = r
+            r.add(lambda as_, r=r: as_.success(r is not None))
+            await r
+            c = AsyncSteps()
+            c.add(lambda as_: as_.success(c is not None))
+            await c
+        del r, c
+        return _live_roots() - before
+
+    assert arun(main()) <= 2

@@ -356,13 +356,15 @@ class AsyncSteps(AsyncStepsBase):
             if f.cancelled() and _running.get(key) is not None:
                 _running[key].cancel()
 
-        fut.add_done_callback(awaiter_gone)
-
         self._add_hidden(capture)
         AsyncStepsBase.execute(self, unhandled)
         # like the JS reference's execute(): the first burst runs now, so a
         # flow that needs no I/O is already done and `await` does not yield
         self._execute_burst()
+        if not fut.done():
+            # (a flow done in its first burst schedules no callback: a loop
+            # awaiting such flows without yielding would pile them up)
+            fut.add_done_callback(awaiter_gone)
         return fut
 
     def __await__(self):

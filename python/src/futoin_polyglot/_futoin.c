@@ -203,10 +203,13 @@ static int args_from_tuple(PyObject* const* items, Py_ssize_t n, FutoInArgs* out
 
 /* ---- views ---- */
 
+struct pyfrag;
+
 typedef struct StepsObject
 {
     PyObject_HEAD
     FutoInAsyncSteps* bsi;
+    struct pyfrag* frags; /* roots: the callbacks their root-level steps hold (the GC sees them) */
     PyObject* tool;   /* ToolObject for our roots, or None */
     int owns;         /* a root created here: free it with the object */
     int in_cb;        /* inside this step's execute/error callback */
@@ -251,6 +254,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->in_cb = 0;
     v->model = NULL;
     v->weakrefs = NULL;
+    v->frags = NULL;
     return v;
 }
 
@@ -276,12 +280,37 @@ typedef struct pyfrag
     PyObject* tool;
     int nargs;   /* how many received values func takes (-1: all) */
     int nreq;    /* how many it requires (missing ones are None) */
+    struct pyfrag* next;   /* on its root's frags list (root-level steps) */
+    struct pyfrag** pprev; /* NULL when on none */
 } pyfrag;
+
+/* A root keeps its root-level steps' memory until it is freed, so their
+ * callbacks (closures that may refer to the root, a promise()'s future
+ * holding the error and its traceback) are on its list: Steps_traverse
+ * shows them to the GC, and cycles through the root can be collected. */
+static void pyfrag_hold(StepsObject* self, FutoInAsyncSteps* owner, pyfrag* f)
+{
+    if (f && self->owns && owner == self->bsi) {
+        f->next = self->frags;
+        if (f->next) {
+            f->next->pprev = &f->next;
+        }
+        f->pprev = &self->frags;
+        self->frags = f;
+    }
+}
 
 static void pyfrag_release(void* p)
 {
     pyfrag* f = p;
     PyGILState_STATE g = PyGILState_Ensure();
+    if (f->pprev) {
+        *f->pprev = f->next;
+        if (f->next) {
+            f->next->pprev = f->pprev;
+        }
+        f->pprev = NULL;
+    }
     Py_XDECREF(f->func);
     Py_XDECREF(f->onerror);
     Py_XDECREF(f->tool);
@@ -331,6 +360,8 @@ static pyfrag* pyfrag_new(FutoInAsyncSteps* owner, PyObject* func, PyObject* one
     f->func = func;
     f->onerror = onerror;
     f->tool = tool;
+    f->next = NULL;
+    f->pprev = NULL;
     arity_of(func, 1, &f->nargs, &f->nreq);
     return f;
 }
@@ -739,6 +770,7 @@ static int add_step(StepsObject* self, FutoInAsyncSteps* target, PyObject* func,
     if (!f) {
         return -1;
     }
+    pyfrag_hold(self, target, f);
     target->api->add(target, f, tr_exec, f->onerror ? tr_error : NULL);
     return 0;
 }
@@ -810,6 +842,7 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
         if (!f) {
             return NULL;
         }
+        pyfrag_hold(self, self->bsi, f);
     }
     FutoInAsyncSteps* p = self->bsi->api->parallel(self->bsi, f, f ? tr_error : NULL);
     StepsObject* pv = view_new(p, self->tool);
@@ -956,6 +989,7 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
     if (!f) {
         return NULL;
     }
+    pyfrag_hold(self, self->bsi, f);
     self->bsi->api->setCancel(self->bsi, f, tr_cancel);
     Py_RETURN_NONE;
 }
@@ -1001,6 +1035,7 @@ static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
     if (!f) {
         return NULL;
     }
+    pyfrag_hold(self, self->bsi, f);
     f->nargs = -1;
     self->bsi->api->loop(self->bsi, f, tr_loop, l);
     PyObject* rec[2] = {func, label};
@@ -1032,6 +1067,7 @@ static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
     if (!f) {
         return NULL;
     }
+    pyfrag_hold(self, self->bsi, f);
     f->nargs = -1;
     self->bsi->api->repeat(self->bsi, f, (size_t)count, tr_repeat, l);
     PyObject* c = PyLong_FromSsize_t(count);
@@ -1147,11 +1183,13 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
     if (!f) {
         return NULL;
     }
+    pyfrag_hold(self, self->bsi, f);
     /* the step also keeps the sync object alive */
     pyfrag* keep = pyfrag_new(self->bsi, obj, NULL, NULL);
     if (!keep) {
         return NULL;
     }
+    pyfrag_hold(self, self->bsi, keep);
     self->bsi->api->addSync(self->bsi, s, f, tr_exec, f->onerror ? tr_error : NULL);
     PyObject* rec[3] = {obj, func, onerror};
     record_model(self, "sync", rec, 3);
@@ -1357,6 +1395,7 @@ static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
         if (!f) {
             return NULL;
         }
+        pyfrag_hold(self, self->bsi, f);
     }
     self->bsi->api->execute(self->bsi, f, tr_unhandled);
     Py_RETURN_NONE;
@@ -1522,16 +1561,51 @@ static PyObject* Steps_get_in_callback(StepsObject* self, void* closure)
     return PyBool_FromLong(self->in_cb);
 }
 
+/* Python objects a root of ours keeps in its C state: its State mapping,
+ * last_exception (with a traceback whose frames may hold the root itself:
+ * a cycle through C the GC must see) and the raised [code, info] */
+static PyObject* root_last_exception(FutoInAsyncSteps* bsi)
+{
+    FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    return le && le->type == &k_py_object ? le->custom_data : NULL;
+}
+
 static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
 {
     Py_VISIT(self->tool);
     Py_VISIT(self->model);
+    for (pyfrag* f = self->frags; f; f = f->next) {
+        Py_VISIT(f->func);
+        Py_VISIT(f->onerror);
+    }
+    if (self->owns && self->bsi) {
+        FutoInAsyncSteps* bsi = self->bsi;
+        Py_VISIT(root_last_exception(bsi));
+        Py_VISIT((PyObject*)bsi->api->stateVariable(bsi, NULL, "futoin.python.state", NULL, NULL));
+        Py_VISIT((PyObject*)bsi->api->stateVariable(bsi, NULL, "futoin.python.raised", NULL, NULL));
+    }
     return 0;
 }
 
 static int Steps_clear(StepsObject* self)
 {
     Py_CLEAR(self->model);
+    /* unreachable: its steps never run again (the root is freed next) */
+    for (pyfrag* f = self->frags; f; f = f->next) {
+        Py_CLEAR(f->func);
+        Py_CLEAR(f->onerror);
+    }
+    if (self->owns && self->bsi) {
+        FutoInAsyncSteps* bsi = self->bsi;
+        FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+        if (le && le->type == &k_py_object) {
+            futoin_reset_binval(le);
+        }
+        PyObject* d = bsi->api->stateVariable(bsi, NULL, "futoin.python.state", NULL, NULL);
+        if (d) {
+            PyDict_Clear(d);
+        }
+    }
     return 0;
 }
 
@@ -1541,6 +1615,15 @@ static void Steps_dealloc(StepsObject* self)
     if (self->weakrefs) {
         PyObject_ClearWeakRefs((PyObject*)self);
     }
+    /* the root may outlive this object (freed once its flow returns from
+     * a callback): its steps must not unlink from a list that is gone */
+    for (pyfrag* f = self->frags; f;) {
+        pyfrag* next = f->next;
+        f->next = NULL;
+        f->pprev = NULL;
+        f = next;
+    }
+    self->frags = NULL;
     if (self->bsi && self->owns) {
         self->bsi->api->free(self->bsi);
     }
