@@ -1031,3 +1031,18 @@ def test_nested_parallel_failure_cancels_everything(virtual_tool):
     assert ei.value.code == "Timeout"
     assert virtual_tool.now() == 50
     assert sorted(out) == ["nested waiting cancelled", "sibling cancelled"]
+
+
+def test_async_def_steps_are_refused_clearly(virtual_tool):
+    """the engine never awaits a coroutine a step returns: an async def step
+    is a TypeError at add(), a coroutine returned anyway fails the flow"""
+    async def fetch(as_):
+        as_.success("data")
+
+    as_ = AsyncSteps(virtual_tool)
+    with pytest.raises(TypeError, match="await_"):
+        as_.add(fetch)
+    as_.add(lambda as_: fetch(as_))  # returns a coroutine
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "TypeError" and "await_" in ei.value.info

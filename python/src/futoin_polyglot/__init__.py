@@ -169,6 +169,9 @@ def run(tool: "Tool | None" = None) -> None:
 def _check_callable(func, what="step function"):
     if not callable(func) or isinstance(func, AsyncStepsBase):  # calling an AsyncSteps is success()
         raise TypeError(f"{what} must be callable, not {type(func).__name__}")
+    if asyncio.iscoroutinefunction(func):
+        raise TypeError(f"{what} is an async def: steps are plain functions and the engine never awaits; "
+                        "call as_.await_(coro) in the step instead")
 
 
 class AsyncSteps(AsyncStepsBase):

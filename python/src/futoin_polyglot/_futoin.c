@@ -25,6 +25,18 @@ static PyObject* g_FutoInError; /* futoin_polyglot.errors.FutoInError */
 static PyObject* g_State;       /* futoin_polyglot.State (dict subclass) */
 static PyTypeObject* g_ViewType; /* futoin_polyglot.AsyncSteps (a subclass) */
 static PyTypeObject StepsType;
+
+/* an async def function: as a step it would only make a coroutine */
+#define ASYNC_HINT "steps are plain functions and the engine never awaits; call as_.await_(coro) in the step instead"
+
+static int is_async_def(PyObject* o)
+{
+    if (PyMethod_Check(o)) {
+        o = PyMethod_GET_FUNCTION(o);
+    }
+    return PyFunction_Check(o) && (((PyCodeObject*)PyFunction_GET_CODE(o))->co_flags & CO_COROUTINE);
+}
+
 static PyTypeObject ToolType;
 
 /* ---- values: Python objects <-> FutoInBinaryValue ---- */
@@ -583,6 +595,17 @@ static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const Fu
     v->in_cb = 1;
     PyObject* r = PyObject_Vectorcall(func, argv, (size_t)n, NULL);
     v->in_cb = 0;
+    if (r && PyCoro_CheckExact(r)) {
+        /* nothing would ever run it: close it (no "never awaited"
+         * warning) and fail the step */
+        PyObject* c = PyObject_CallMethod(r, "close", NULL);
+        Py_XDECREF(c);
+        Py_DECREF(r);
+        r = NULL;
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "a step returned a coroutine: " ASYNC_HINT);
+        }
+    }
     for (Py_ssize_t i = first; i < got; ++i) {
         Py_DECREF(argv[i]);
     }
@@ -704,6 +727,10 @@ static int step_callable(PyObject* o)
 
 static int callable_or_none(PyObject* o, const char* what)
 {
+    if (o && is_async_def(o)) {
+        PyErr_Format(PyExc_TypeError, "%s is an async def: " ASYNC_HINT, what);
+        return -1;
+    }
     if (o && o != Py_None && !step_callable(o) && !PyObject_TypeCheck(o, &CStepType)) {
         PyErr_Format(PyExc_TypeError, "%s must be callable, not %.100s", what, Py_TYPE(o)->tp_name);
         return -1;
