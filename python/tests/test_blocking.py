@@ -274,3 +274,35 @@ def test_run_inside_a_step_is_a_runtime_error_not_a_hang(virtual_tool):
 
     assert AsyncSteps(virtual_tool).add(outer).run() == "outer"
     assert len(seen) == 1 and "running" in seen[0]
+
+
+def test_system_exit_and_keyboard_interrupt_in_a_step_propagate(virtual_tool):
+    """BaseExceptions that are no Exception stop the program, as in plain
+    Python: they leave run() instead of becoming the flow's error"""
+    def leave(as_):
+        sys.exit(3)
+
+    with pytest.raises(SystemExit) as ei:
+        AsyncSteps(virtual_tool).add(leave).run()
+    assert ei.value.code == 3
+    # the tool is usable again
+    assert AsyncSteps(virtual_tool).add(lambda as_: as_.success("again")).run() == "again"
+
+    def interrupt(as_):
+        raise KeyboardInterrupt
+
+    code = """
+import asyncio
+from futoin_polyglot import AsyncSteps
+def interrupt(as_):
+    raise KeyboardInterrupt
+async def main():
+    await AsyncSteps().add(interrupt)
+try:
+    asyncio.run(main())
+except KeyboardInterrupt:
+    print("KeyboardInterrupt left asyncio.run")
+"""
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "KeyboardInterrupt left asyncio.run", r.stderr

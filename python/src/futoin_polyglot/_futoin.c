@@ -480,6 +480,35 @@ static void exc_code_info(PyObject* type, PyObject* value, PyObject** code_o, Py
     PyErr_Clear();
 }
 
+/* A KeyboardInterrupt or SystemExit a step raised: it fails the flow like
+ * any error and leaves the call that ran the step (run(), iterate(), the
+ * first burst) once the engine is back, as in plain Python. */
+static PyObject* g_fatal;
+
+static void fatal_keep(PyObject* value)
+{
+    if (!g_fatal && value
+            && (PyObject_IsInstance(value, PyExc_KeyboardInterrupt) == 1
+                || PyObject_IsInstance(value, PyExc_SystemExit) == 1)) {
+        Py_INCREF(value);
+        g_fatal = value;
+    }
+    PyErr_Clear();
+}
+
+/* raise the kept one: -1 */
+static int fatal_raise(void)
+{
+    if (!g_fatal) {
+        return 0;
+    }
+    PyObject* e = g_fatal;
+    g_fatal = NULL;
+    PyErr_SetObject((PyObject*)Py_TYPE(e), e);
+    Py_DECREF(e);
+    return -1;
+}
+
 /* Turn the pending Python exception into handle_error() on `bsi`. */
 static void raise_into_flow(FutoInAsyncSteps* bsi)
 {
@@ -489,6 +518,7 @@ static void raise_into_flow(FutoInAsyncSteps* bsi)
     if (tb && value) {
         PyException_SetTraceback(value, tb);
     }
+    fatal_keep(value);
     PyObject *code_o, *info_o;
     exc_code_info(type, value, &code_o, &info_o);
     const char* code = code_o && PyUnicode_Check(code_o) ? PyUnicode_AsUTF8(code_o) : NULL;
@@ -1519,7 +1549,11 @@ static PyObject* Steps_execute_burst(StepsObject* self, PyObject* unused)
     if (check_usable(self)) {
         return NULL;
     }
-    return PyBool_FromLong(futoin_steps_execute_burst(self->bsi));
+    int ran = futoin_steps_execute_burst(self->bsi);
+    if (fatal_raise()) {
+        return NULL;
+    }
+    return PyBool_FromLong(ran);
 }
 
 static PyObject* Steps_binary(StepsObject* self, PyObject* unused)
@@ -1940,7 +1974,7 @@ static PyObject* Tool_run_loop(ToolObject* self)
 {
     for (;;) {
         futoin_tool_iterate(self->tool, 0);
-        if (PyErr_CheckSignals() != 0) {
+        if (fatal_raise() || PyErr_CheckSignals() != 0) {
             return NULL;
         }
         int rc;
@@ -1959,7 +1993,11 @@ static PyObject* Tool_iterate(ToolObject* self, PyObject* args)
     if (!PyArg_ParseTuple(args, "|I", &max)) {
         return NULL;
     }
-    return PyLong_FromLongLong(futoin_tool_iterate(self->tool, max));
+    int64_t d = futoin_tool_iterate(self->tool, max);
+    if (fatal_raise()) {
+        return NULL;
+    }
+    return PyLong_FromLongLong(d);
 }
 
 static PyObject* Tool_next_delay(ToolObject* self, PyObject* unused)
