@@ -306,3 +306,25 @@ except KeyboardInterrupt:
     import subprocess
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "KeyboardInterrupt left asyncio.run", r.stderr
+
+
+def test_unref_without_ref_is_a_runtime_error():
+    tool = Tool(virtual_time=True)
+    with pytest.raises(RuntimeError, match="without a ref"):
+        tool.unref()
+    tool.ref()
+    tool.unref()
+    with pytest.raises(RuntimeError):
+        tool.unref()
+    # ref() still works afterwards: a waiting flow keeps run() alive until
+    # unref(), and a completion from outside lets it finish
+    box = {}
+    tool.ref()
+    root = AsyncSteps(tool)
+    root.add(lambda as_: (as_.wait_external(), box.__setitem__("as", as_)))
+    root.add(lambda as_: tool.unref())
+    root.execute()
+    tool.iterate(0)
+    assert tool.next_delay() != 0  # held: nothing ready, but not done
+    box["as"].success()
+    tool.run()

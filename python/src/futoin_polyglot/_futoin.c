@@ -239,6 +239,7 @@ typedef struct ToolObject
     int wake_fd;
     int virtual_time;
     int running; /* inside run(): a nested run() would never return */
+    unsigned refs; /* ref() not yet matched by unref() */
     FutoInAsyncSteps* sched;  /* a root never executed: its sched_* slots serve immediate()/deferred() */
     struct deferred* pending; /* callbacks of immediate()/deferred() not run yet */
 } ToolObject;
@@ -2030,12 +2031,18 @@ static PyObject* Tool_ref(ToolObject* self, PyObject* unused)
 {
     (void)unused;
     futoin_tool_ref(self->tool);
+    ++self->refs;
     Py_RETURN_NONE;
 }
 
 static PyObject* Tool_unref(ToolObject* self, PyObject* unused)
 {
     (void)unused;
+    if (self->refs == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "unref() without a ref() to match");
+        return NULL;
+    }
+    --self->refs;
     futoin_tool_unref(self->tool);
     Py_RETURN_NONE;
 }
