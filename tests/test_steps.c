@@ -693,13 +693,28 @@ static void stack_lifetimes_across_errors(void** state)
     assert_trace("free:root");
 }
 
+/* sizes on each side of the pool's zeroing tiers (32, 64, 128 bytes) */
+static const size_t k_stack_sizes[] = {1, 32, 33, 48, 64, 65, 128, 129};
+
+static void stack_dirty_step(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    for (size_t k = 0; k < sizeof(k_stack_sizes) / sizeof(k_stack_sizes[0]); ++k) {
+        memset(bsi->api->stack(bsi, k_stack_sizes[k], NULL), 0xff, k_stack_sizes[k]);
+    }
+}
+
+/* pooled blocks come back dirty from the step before: zeroed again */
 static void stack_zeroed_step(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
 {
     (void)d;
     (void)a;
-    unsigned char* p = bsi->api->stack(bsi, 64, NULL);
-    for (int i = 0; i < 64; ++i) {
-        assert_int_equal(p[i], 0);
+    for (size_t k = 0; k < sizeof(k_stack_sizes) / sizeof(k_stack_sizes[0]); ++k) {
+        unsigned char* p = bsi->api->stack(bsi, k_stack_sizes[k], NULL);
+        for (size_t i = 0; i < k_stack_sizes[k]; ++i) {
+            assert_int_equal(p[i], 0);
+        }
     }
     stack_str(bsi, "a");
     stack_str(bsi, "b");
@@ -709,6 +724,7 @@ static void stack_zeroed_and_freed_newest_first(void** state)
 {
     (void)state;
     FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, NULL, stack_dirty_step, NULL);
     as->api->add(as, NULL, stack_zeroed_step, NULL);
     run_root();
     assert_trace("free:b|free:a");

@@ -90,6 +90,10 @@ void* fstep_stack(fstep* s, size_t size, void (*cleanup)(void*))
         /* a constant size is a few stores; a variable one is `rep stos` */
         if (size <= 32) {
             memset(a, 0, FALLOC_HDR + 32);
+        } else if (size <= 64) {
+            /* two halves: one 96-byte memset would be `rep stos` again */
+            memset(a, 0, FALLOC_HDR + 32);
+            memset((char*)a + FALLOC_HDR + 32, 0, 32);
         } else {
             memset(a, 0, FALLOC_HDR + size);
         }

@@ -515,3 +515,15 @@ def test_many_asyncio_runs_leave_no_loops_tools_or_descriptors_behind():
     assert fds() <= before[0] + 1
     assert loops() <= before[1] + 1
     assert len(fp._drivers) <= 1
+
+
+def test_root_cancelled_inside_its_first_burst_cancels_its_promise(arun):
+    async def main():
+        root = AsyncSteps()
+        root.add(lambda as_: root.cancel())
+        root.add(lambda as_: as_.success("never"))
+        fut = root.promise()
+        await asyncio.wait([fut])
+        return fut.cancelled(), len(fp._running), len(fp._promised)
+
+    assert arun(main()) == (True, 0, 0)

@@ -338,7 +338,6 @@ class AsyncSteps(AsyncStepsBase):
             fut.set_exception(FutoInError(errors.InternalError, "execute() called twice"))
             return fut
         _running[key] = self  # closures hold the key only (see execute)
-        _promised[key] = fut
 
         def capture(as_, *args):
             _running.pop(key, None)
@@ -353,20 +352,27 @@ class AsyncSteps(AsyncStepsBase):
                 st = as_.state
                 fut.set_exception(FutoInError(code, st["error_info"], st["last_exception"]))
 
-        def awaiter_gone(f):
-            # the awaiting task was cancelled (task.cancel(), wait_for(),
-            # a TaskGroup): the flow goes too, as an asyncio Task would
-            if f.cancelled() and _running.get(key) is not None:
-                _running[key].cancel()
-
         self._add_hidden(capture)
         AsyncStepsBase.execute(self, unhandled)
         # like the JS reference's execute(): the first burst runs now, so a
         # flow that needs no I/O is already done and `await` does not yield
         self._execute_burst()
         if not fut.done():
-            # (a flow done in its first burst schedules no callback: a loop
-            # awaiting such flows without yielding would pile them up)
+            # still running: cancel() of the root cancels the future, and
+            # cancelling the awaiter the flow (a flow done in its first
+            # burst needs neither, nor a done-callback that a loop awaiting
+            # many such flows without yielding would pile up)
+            if _running.get(key) is not self:
+                fut.cancel()  # cancelled inside its first burst
+                return fut
+            _promised[key] = fut
+
+            def awaiter_gone(f):
+                # the awaiting task was cancelled (task.cancel(), wait_for(),
+                # a TaskGroup): the flow goes too, as an asyncio Task would
+                if f.cancelled() and _running.get(key) is not None:
+                    _running[key].cancel()
+
             fut.add_done_callback(awaiter_gone)
         return fut
 

@@ -301,9 +301,25 @@ typedef struct pyfrag
  * callbacks (closures that may refer to the root, a promise()'s future
  * holding the error and its traceback) are on its list: Steps_traverse
  * shows them to the GC, and cycles through the root can be collected. */
+/* a plain function: no closure, defaults or attributes, so what it
+ * refers to (its code, its module's globals) is reachable anyway and no
+ * cycle can run through it; the common step needs no place on the list */
+static int refers_to_nothing_of_its_own(PyObject* o)
+{
+    if (!o) {
+        return 1;
+    }
+    if (!PyFunction_Check(o)) {
+        return 0;
+    }
+    PyFunctionObject* fn = (PyFunctionObject*)o;
+    return !fn->func_closure && !fn->func_defaults && !fn->func_kwdefaults && !fn->func_dict;
+}
+
 static void pyfrag_hold(StepsObject* self, FutoInAsyncSteps* owner, pyfrag* f)
 {
-    if (f && self->owns && owner == self->bsi) {
+    if (f && self->owns && owner == self->bsi
+            && !(refers_to_nothing_of_its_own(f->func) && refers_to_nothing_of_its_own(f->onerror))) {
         f->next = self->frags;
         if (f->next) {
             f->next->pprev = &f->next;
@@ -758,11 +774,17 @@ static int step_callable(PyObject* o)
 
 static int callable_or_none(PyObject* o, const char* what)
 {
-    if (o && is_async_def(o)) {
+    if (!o || o == Py_None) {
+        return 0;
+    }
+    if (PyFunction_Check(o) || PyMethod_Check(o)) { /* the usual case, at once */
+        if (!is_async_def(o)) {
+            return 0;
+        }
         PyErr_Format(PyExc_TypeError, "%s is an async def: " ASYNC_HINT, what);
         return -1;
     }
-    if (o && o != Py_None && !step_callable(o) && !PyObject_TypeCheck(o, &CStepType)) {
+    if (!step_callable(o) && !PyObject_TypeCheck(o, &CStepType)) {
         PyErr_Format(PyExc_TypeError, "%s must be callable, not %.100s", what, Py_TYPE(o)->tp_name);
         return -1;
     }
@@ -1677,8 +1699,11 @@ static void Steps_dealloc(StepsObject* self)
     if (self->weakrefs) {
         PyObject_ClearWeakRefs((PyObject*)self);
     }
-    /* the root may outlive this object (freed once its flow returns from
-     * a callback): its steps must not unlink from a list that is gone */
+    if (self->bsi && self->owns) {
+        self->bsi->api->free(self->bsi); /* its steps' memory goes: they unlink */
+    }
+    /* a root freed later (its flow was inside a callback) keeps its steps:
+     * they must not unlink from a list that is gone */
     for (pyfrag* f = self->frags; f;) {
         pyfrag* next = f->next;
         f->next = NULL;
@@ -1686,9 +1711,6 @@ static void Steps_dealloc(StepsObject* self)
         f = next;
     }
     self->frags = NULL;
-    if (self->bsi && self->owns) {
-        self->bsi->api->free(self->bsi);
-    }
     Py_CLEAR(self->model);
     Py_CLEAR(self->tool);
     PyObject_GC_Del(self);
