@@ -161,6 +161,13 @@ static void run_all(void)
     assert_int_equal(futoin_tool_run(g_fx.tool), 0);
 }
 
+static FutoInSync* limiter_new(uint32_t concurrent, uint32_t max_queue, uint32_t rate, uint32_t period_ms,
+                               uint32_t burst)
+{
+    FutoInLimiterOptions o = {concurrent, max_queue, rate, period_ms, burst};
+    return futoin_limiter_new(g_fx.tool, &o);
+}
+
 /* ---- Mutex ---- */
 
 static void mutex_serializes_two_roots(void** state)
@@ -1114,14 +1121,7 @@ static void sync_stats_show_who_is_inside_and_who_waits(void** state)
     futoin_sync_free(t);
     trace_reset();
 
-    FutoInLimiterOptions o;
-    futoin_limiter_options_init(&o);
-    o.concurrent = 2;
-    o.max_queue = FUTOIN_UNLIMITED;
-    o.rate = 3;
-    o.period_ms = 100;
-    o.burst = FUTOIN_UNLIMITED;
-    FutoInSync* l = futoin_limiter_new(g_fx.tool, &o);
+    FutoInSync* l = limiter_new(2, FUTOIN_UNLIMITED, 3, 100, FUTOIN_UNLIMITED);
     flows_enter(l, HOLD_FOREVER, 4);
     assert_stats(l, 2, 2, 2, 0);
     flows_free();
@@ -1179,15 +1179,9 @@ static void timed_flow_body(FutoInAsyncSteps* bsi, void* data, const FutoInArgs*
 static void lock_not_granted_to_waiters_failing_in_the_same_tick(void** state)
 {
     (void)state;
-    FutoInLimiterOptions o;
-    futoin_limiter_options_init(&o);
-    o.concurrent = 1;
-    o.max_queue = 2;
-    o.rate = 100;
-    o.period_ms = 1000;
     FutoInSync* syncs[3] = {
             futoin_mutex_new(g_fx.tool, 1, FUTOIN_UNLIMITED),
-            futoin_limiter_new(g_fx.tool, &o),
+            limiter_new(1, 2, 100, 1000, 0),
             futoin_throttle_new(g_fx.tool, 1, 20, FUTOIN_UNLIMITED),
     };
     for (int k = 0; k < 3; ++k) {
