@@ -751,12 +751,18 @@ static void host_drain_eh(void)
     }
 }
 
+/* the fixture's root, with host steps and host error handlers on */
+static FutoInAsyncSteps* host_root(void)
+{
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    futoin_tool_set_host_error(g_fx.tool, eh_host);
+    return g_fx.root;
+}
+
 static void host_error_handlers_recover_add_raise_and_pass_on(void** state)
 {
     (void)state;
-    futoin_tool_set_host_exec(g_fx.tool, f_host);
-    futoin_tool_set_host_error(g_fx.tool, eh_host);
-    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* r = host_root();
     r->api->add(r, "rec", f_host, eh_host);
     r->api->add(r, "sub", f_host, eh_host);
     r->api->add(r, "after", f_trace, NULL);
@@ -780,9 +786,7 @@ static void host_error_handlers_recover_add_raise_and_pass_on(void** state)
 static void host_peek_tells_a_handler_from_a_step(void** state)
 {
     (void)state;
-    futoin_tool_set_host_exec(g_fx.tool, f_host);
-    futoin_tool_set_host_error(g_fx.tool, eh_host);
-    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* r = host_root();
     assert_int_equal(futoin_tool_host_peek_of(r), -1); /* not running */
     r->api->add(r, "rec", f_host, eh_host);
     r->api->add(r, "next", f_host, NULL);
@@ -832,9 +836,7 @@ static void f_host_parallel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs*
 static void host_branch_error_runs_at_once(void** state)
 {
     (void)state;
-    futoin_tool_set_host_exec(g_fx.tool, f_host);
-    futoin_tool_set_host_error(g_fx.tool, eh_host);
-    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* r = host_root();
     r->api->add(r, "par", f_host_parallel, eh_host);
     r->api->add(r, "after", f_host, NULL);
     r->api->execute(r, NULL, on_unhandled);
@@ -880,9 +882,7 @@ static void host_branch_error_runs_at_once(void** state)
 static void host_step_after_unwinding_waits_its_turn(void** state)
 {
     (void)state;
-    futoin_tool_set_host_exec(g_fx.tool, f_host);
-    futoin_tool_set_host_error(g_fx.tool, eh_host);
-    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* r = host_root();
     FutoInAsyncSteps* r2 = futoin_steps_new(g_fx.tool);
     r->api->add(r, "rec", f_host, eh_host);
     r->api->add(r, "r-next", f_host, NULL);

@@ -258,11 +258,14 @@ static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_c
 static void api_wait_external(FutoInAsyncSteps* bsi)
 {
     fstep* s = live(bsi, "waitExternal()");
-    if (!s || (s->state == FS_WAIT && !feng_in_callback(s))) {
-        return; /* a step that waits already: nothing to do, as in futoin-asyncsteps */
+    if (!s) {
+        return;
     }
     if (!feng_in_callback(s)) {
-        feng_misuse(s, "waitExternal() outside of a step callback");
+        /* a step that waits already: nothing to do, as in futoin-asyncsteps */
+        if (s->state != FS_WAIT) {
+            feng_misuse(s, "waitExternal() outside of a step callback");
+        }
         return;
     }
     s->flags |= F_WAIT;

@@ -34,6 +34,8 @@ typedef struct fwaitq
 
 FTN_HIDDEN void fwaitq_push(fwaitq* q, fwaiter* w);
 FTN_HIDDEN void fwaitq_remove(fwaitq* q, fwaiter* w);
+/* the first waiter that can still be granted; those whose flow already
+ * fails there are dropped on the way */
 FTN_HIDDEN fwaiter* fwaitq_pop(fwaitq* q);
 /* Queue the caller (or reject it with DefenseRejected + info when full). */
 FTN_HIDDEN fwaiter* fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps* bsi, ptrdiff_t rid,

@@ -65,11 +65,8 @@ static int owner_add(fmutex* m, ptrdiff_t rid)
 
 static void mutex_promote(fmutex* m)
 {
-    while (m->nowners < m->max && m->queue.head) {
-        fwaiter* w = fwaitq_pop(&m->queue);
-        if (feng_wait_failing(w->bsi)) {
-            continue; /* it leaves with its error: the next one gets the place */
-        }
+    fwaiter* w;
+    while (m->nowners < m->max && (w = fwaitq_pop(&m->queue)) != NULL) {
         if (owner_add(m, w->root_id) != 0) {
             w->bsi->api->handle_error(w->bsi, FUTOIN_ERR_INTERNAL_ERROR, "out of memory");
             continue;

@@ -40,9 +40,14 @@ void fwaitq_remove(fwaitq* q, fwaiter* w)
 
 fwaiter* fwaitq_pop(fwaitq* q)
 {
-    fwaiter* w = q->head;
-    if (w) {
+    fwaiter* w;
+    while ((w = q->head) != NULL) {
         fwaitq_remove(q, w);
+        if (!feng_wait_failing(w->bsi)) {
+            break;
+        }
+        /* it leaves with its error (a Timeout in the same tick): granting
+         * it would complete a failed step; the next one gets the place */
     }
     return w;
 }

@@ -58,11 +58,8 @@ static void throttle_period(void* data)
     fthrottle* t = data;
     t->timer = NULL;
     t->count = 0;
-    while (t->count < t->max && t->queue.head) {
-        fwaiter* w = fwaitq_pop(&t->queue);
-        if (feng_wait_failing(w->bsi)) {
-            continue; /* it leaves with its error: the next one gets the entry */
-        }
+    fwaiter* w;
+    while (t->count < t->max && (w = fwaitq_pop(&t->queue)) != NULL) {
         ++t->count;
         w->granted = 1;
         w->bsi->api->success(w->bsi, NULL);

@@ -1019,15 +1019,15 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
     return (int32_t)(k * 32 + (uint32_t)(mode > 0 ? mode : 0) * 8 + (uint32_t)(n + 1));
 }
 
-/* host_take() for the flow of r alone, 0 when that flow ended meanwhile
- * (r may be gone: its slot, freed before it, tells) */
-/* root r still holds the slot it had when its flow ran (slot, gen) */
+/* root r still holds the slot it had when its flow ran (slot, gen); r may
+ * be gone: its slot, freed before it, tells */
 static int root_live(jsenv* e, jroot* r, uint32_t slot, uint32_t gen)
 {
     const hslot* rs = &e->slots[slot];
     return rs->kind == HK_ROOT && rs->gen == gen && rs->root == r;
 }
 
+/* host_take() for the flow of r alone, 0 when that flow ended meanwhile */
 static int32_t host_take_live(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen)
 {
     return root_live(e, r, slot, gen) ? host_take(e, t, r) : 0;

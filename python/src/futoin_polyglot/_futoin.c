@@ -1382,14 +1382,31 @@ static void deferred_fire(void* data)
     PyGILState_Release(g);
 }
 
-static void deferred_capsule_free(PyObject* cap)
+/* its capsule or Handle lets go of d: freed now, or by deferred_fire()
+ * (or with its tool) while pending or firing */
+static void deferred_let_go(deferred* d)
 {
-    deferred* d = PyCapsule_GetPointer(cap, "futoin.deferred");
     if (d->func || d->firing) {
-        d->orphan = 1; /* pending or firing: freed by deferred_fire() */
+        d->orphan = 1;
     } else {
         PyMem_Free(d);
     }
+}
+
+/* drop the callback if it has not run (harmless after); `via`: a live
+ * AsyncSteps of its tool */
+static void deferred_cancel(deferred* d, FutoInAsyncSteps* via)
+{
+    if (d->func) {
+        via->api->sched_cancel(via, &d->h);
+        Py_CLEAR(d->func);
+        deferred_unlink(d);
+    }
+}
+
+static void deferred_capsule_free(PyObject* cap)
+{
+    deferred_let_go(PyCapsule_GetPointer(cap, "futoin.deferred"));
 }
 
 static PyObject* Steps_defer(StepsObject* self, PyObject* args)
@@ -1416,10 +1433,7 @@ static PyObject* Steps_undefer(StepsObject* self, PyObject* cap)
     if (!d || check_usable(self)) {
         return NULL;
     }
-    if (d->func) {
-        self->bsi->api->sched_cancel(self->bsi, &d->h);
-        Py_CLEAR(d->func);
-    }
+    deferred_cancel(d, self->bsi);
     Py_RETURN_NONE;
 }
 
@@ -2128,14 +2142,21 @@ typedef struct HandleObject
 static PyTypeObject HandleType;
 
 /* the tool's scheduling root, on the loop thread only (the slots are) */
-static FutoInAsyncSteps* tool_sched(ToolObject* self, const char* what)
+static FutoInAsyncSteps* tool_sched_root(ToolObject* self)
 {
     if (!self->sched) {
         self->sched = futoin_steps_new(self->tool);
         if (!self->sched) {
             PyErr_NoMemory();
-            return NULL;
         }
+    }
+    return self->sched;
+}
+
+static FutoInAsyncSteps* tool_sched(ToolObject* self, const char* what)
+{
+    if (!tool_sched_root(self)) {
+        return NULL;
     }
     if (!self->sched->api->is_same_thread(self->sched)) {
         PyErr_Format(PyExc_RuntimeError,
@@ -2211,12 +2232,7 @@ static HandleObject* handle_arg(PyObject* o)
 static PyObject* Handle_cancel(HandleObject* self, PyObject* unused)
 {
     (void)unused;
-    deferred* d = self->d;
-    if (d->func) {
-        d->bsi->api->sched_cancel(d->bsi, &d->h);
-        Py_CLEAR(d->func);
-        deferred_unlink(d);
-    }
+    deferred_cancel(self->d, self->d->bsi); /* the tool's own root */
     Py_RETURN_NONE;
 }
 
@@ -2233,11 +2249,7 @@ static int Handle_bool(HandleObject* self)
 
 static void Handle_dealloc(HandleObject* self)
 {
-    if (self->d->func || self->d->firing) {
-        self->d->orphan = 1; /* pending or firing: freed by deferred_fire() or with its tool */
-    } else {
-        PyMem_Free(self->d);
-    }
+    deferred_let_go(self->d);
     Py_DECREF(self->tool);
     PyObject_Free(self);
 }
@@ -2259,13 +2271,8 @@ static PyObject* Tool_is_valid(ToolObject* self, PyObject* arg)
 static PyObject* Tool_is_same_thread(ToolObject* self, PyObject* unused)
 {
     (void)unused;
-    if (!self->sched) {
-        self->sched = futoin_steps_new(self->tool);
-        if (!self->sched) {
-            return PyErr_NoMemory();
-        }
-    }
-    return PyBool_FromLong(self->sched->api->is_same_thread(self->sched));
+    FutoInAsyncSteps* sched = tool_sched_root(self);
+    return sched ? PyBool_FromLong(sched->api->is_same_thread(sched)) : NULL;
 }
 
 /* callbacks never run: their tool goes (only orphans are left by then) */
