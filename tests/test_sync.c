@@ -1203,6 +1203,83 @@ static void lock_not_granted_to_waiters_failing_in_the_same_tick(void** state)
     }
 }
 
+static void wait_silently(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->waitExternal(bsi);
+}
+
+/* a root whose sync step waits in its queue behind a first step */
+static void queued_sync_start(flow* f)
+{
+    f->root = futoin_steps_new(g_fx.tool);
+    assert_non_null(f->root);
+    f->root->api->add(f->root, NULL, wait_silently, NULL);
+    f->root->api->addSync(f->root, f->sync, f, crit_hold, NULL);
+    f->root->api->execute(f->root, f, on_unhandled);
+}
+
+/* Freed while flows hold it, wait for it and have a sync step still queued:
+ * it lives on until the last of them is done with it (was a use after free
+ * in the unlock and in the waiter's cancel) */
+static void sync_freed_while_in_use(FutoInSync* sync, const char* expected)
+{
+    flows_init(sync, HOLD_FOREVER);
+    g_flows[3].hold_ms = 0;
+    flow_start(&g_flows[0]);
+    flow_start(&g_flows[1]);
+    flow_start(&g_flows[2]);
+    queued_sync_start(&g_flows[4]);
+    futoin_tool_iterate(g_fx.tool, 0);
+    futoin_sync_free(sync);
+    flow_cancel_at(&g_flows[0], 10);
+    flow_cancel_at(&g_flows[2], 20);
+    flow_cancel_at(&g_flows[1], 25);
+    flow_start_at(&g_flows[3], 30);
+    flow_cancel_at(&g_flows[4], 40);
+    run_all();
+    assert_trace(expected);
+    assert_int_equal(g_inside, 0);
+    flows_free();
+}
+
+static void mutex_freed_while_in_use_lives_until_unused(void** state)
+{
+    (void)state;
+    sync_freed_while_in_use(futoin_mutex_new(g_fx.tool, 1, FUTOIN_UNLIMITED),
+                            "A+0|cancel:A|A:cancelled|B+10|cancel:C|cancel:B|B:cancelled|D+30|D-30|cancel:E");
+}
+
+static void limiter_freed_while_in_use_lives_until_unused(void** state)
+{
+    (void)state;
+    sync_freed_while_in_use(limiter_new(1, 4, 100, 1000, 0),
+                            "A+0|cancel:A|A:cancelled|B+10|cancel:C|cancel:B|B:cancelled|D+30|D-30|cancel:E");
+}
+
+static void throttle_freed_while_in_use_lives_until_unused(void** state)
+{
+    (void)state;
+    sync_freed_while_in_use(futoin_throttle_new(g_fx.tool, 1, 1000, FUTOIN_UNLIMITED),
+                            "A+0|cancel:A|A:cancelled|cancel:C|cancel:B|cancel:E|D+1000|D-1000");
+}
+
+/* futoin_sync_free() of a FutoInSync of another provider reads nothing but
+ * its api (it read the kind field of a built-in one past the end) */
+static void sync_free_foreign_reads_only_api(void** state)
+{
+    (void)state;
+    FutoInSync* s = malloc(sizeof(FutoInSync));
+    assert_non_null(s);
+    *(const FutoInSyncAPI**)&s->api = &my_sync_api;
+    stderr_capture();
+    futoin_sync_free(s);
+    assert_int_equal(futoin_sync_timer_pending(s), 0);
+    assert_non_null(strstr(stderr_captured(), "not a sync object of this library"));
+    free(s);
+}
+
 static void sync_free_null(void** state)
 {
     (void)state;
@@ -1251,6 +1328,10 @@ int main(void)
             T(foreign_sync_unlock_on_error_and_cancel),
             T(foreign_sync_lock_rejects),
             T(foreign_sync_cancel_while_locking),
+            T(mutex_freed_while_in_use_lives_until_unused),
+            T(limiter_freed_while_in_use_lives_until_unused),
+            T(throttle_freed_while_in_use_lives_until_unused),
+            T(sync_free_foreign_reads_only_api),
             T(sync_free_null),
     };
     return cmocka_run_group_tests_name("sync", tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* The FTN12 binary vtable: argument checks, cross-thread posting, then the
  * step engine. Misuse never crashes: InternalError or a report on stderr. */
 #include "internal.h"
+#include "sync.h"
 
 #include <string.h>
 
@@ -390,6 +391,7 @@ static void api_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
         c->fn.exec = f;
         c->u.sync.sync = sync;
         c->u.sync.user_eh = eh;
+        fsync_use(sync);
     }
 }
 

@@ -86,6 +86,9 @@ static void queue_drop(FutoInAsyncTool* t, fstep* head)
             head = s->q_head;
         }
         s->state = FS_CANCEL;
+        if (s->kind == FK_SYNC) {
+            fsync_unuse(s->u.sync.sync);
+        }
         fstep_free_allocs(s);
         step_put(t, s);
     }
@@ -194,6 +197,9 @@ static void frame_pop(fstrand* st, fstep* f)
     frame_stop_timer(f);
     f->on_cancel = NULL;
     frame_unlock(f);
+    if (f->kind == FK_SYNC) {
+        fsync_unuse(f->u.sync.sync); /* the last user of a freed one frees it */
+    }
     fstep_free_allocs(f);
     frame_drop_queue(t, f);
     st->top = f->parent;

@@ -42,6 +42,22 @@ FTN_HIDDEN fwaiter* fwaitq_wait(fwaitq* q, uint32_t max_queue, FutoInAsyncSteps*
                                 void* owner, const char* reject_info,
                                 FutoInAsyncSteps_cancel_callback on_cancel);
 
+/* What every built-in primitive starts with. The sync steps naming it are
+ * its users: futoin_sync_free() of one still in use marks it and the last
+ * user gone frees it (a mutex freed while flows hold it or wait for it). */
+typedef struct fsync_base
+{
+    FutoInSync iface;
+    int kind;
+    int dying;
+    uint32_t users;
+} fsync_base;
+
+/* the built-in primitive behind `sync`, NULL for one of another provider */
+FTN_HIDDEN fsync_base* fsync_builtin(FutoInSync* sync);
+FTN_HIDDEN void fsync_use(FutoInSync* sync);
+FTN_HIDDEN void fsync_unuse(FutoInSync* sync);
+
 typedef struct fowner
 {
     ptrdiff_t root_id;
@@ -50,8 +66,7 @@ typedef struct fowner
 
 typedef struct fmutex
 {
-    FutoInSync iface;
-    int kind;
+    fsync_base b;
     FutoInAsyncTool* tool;
     uint32_t max;
     uint32_t max_queue;
@@ -63,8 +78,7 @@ typedef struct fmutex
 
 typedef struct fthrottle
 {
-    FutoInSync iface;
-    int kind;
+    fsync_base b;
     FutoInAsyncTool* tool;
     uint32_t max;
     uint32_t period_ms;

@@ -6,8 +6,7 @@
 
 typedef struct flimiter
 {
-    FutoInSync iface;
-    int kind;
+    fsync_base b;
     fmutex mutex;
     fthrottle throttle;
 } flimiter;
@@ -34,14 +33,14 @@ static void lim_take_mutex(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* 
 {
     (void)args;
     lim_attempt* a = data;
-    fmutex_lock_held(bsi, &a->lim->mutex.iface, &a->held);
+    fmutex_lock_held(bsi, &a->lim->mutex.b.iface, &a->held);
 }
 
 static void lim_take_throttle(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)args;
     lim_attempt* a = data;
-    fthrottle_lock(bsi, &a->lim->throttle.iface);
+    fthrottle_lock(bsi, &a->lim->throttle.b.iface);
 }
 
 /* Runs when the lock step fails or is cancelled: give back the mutex part,
@@ -107,11 +106,11 @@ FutoInSync* futoin_limiter_new(FutoInAsyncTool* tool, const FutoInLimiterOptions
         return NULL;
     }
     memset(l, 0, sizeof(*l));
-    *(const FutoInSyncAPI**)&l->iface.api = &flimiter_api;
-    l->kind = FSYNC_LIMITER;
+    *(const FutoInSyncAPI**)&l->b.iface.api = &flimiter_api;
+    l->b.kind = FSYNC_LIMITER;
     fmutex_init(&l->mutex, tool, o.concurrent, o.max_queue);
     fthrottle_init(&l->throttle, tool, o.rate, o.period_ms, o.burst);
-    return &l->iface;
+    return &l->b.iface;
 }
 
 void flimiter_destroy(FutoInSync* sync)

@@ -9,8 +9,8 @@ const FutoInSyncAPI fmutex_api = {{{fmutex_lock, fmutex_unlock}}};
 int fmutex_init(fmutex* m, FutoInAsyncTool* tool, uint32_t max, uint32_t max_queue)
 {
     memset(m, 0, sizeof(*m));
-    *(const FutoInSyncAPI**)&m->iface.api = &fmutex_api;
-    m->kind = FSYNC_MUTEX;
+    *(const FutoInSyncAPI**)&m->b.iface.api = &fmutex_api;
+    m->b.kind = FSYNC_MUTEX;
     m->tool = tool;
     m->max = max ? max : 1;
     m->max_queue = max_queue;
@@ -33,7 +33,7 @@ FutoInSync* futoin_mutex_new(FutoInAsyncTool* tool, uint32_t max, uint32_t max_q
         return NULL;
     }
     fmutex_init(m, tool, max, max_queue);
-    return &m->iface;
+    return &m->b.iface;
 }
 
 static fowner* owner_find(fmutex* m, ptrdiff_t rid)

@@ -89,37 +89,73 @@ int fsync_try_enter(FutoInSync* sync, ptrdiff_t rid)
     return 0;
 }
 
+fsync_base* fsync_builtin(FutoInSync* sync)
+{
+    /* the api tells a built-in from any other FutoInSync: read nothing else
+     * before, a foreign one may be smaller */
+    if (sync && (sync->api == &fmutex_api || sync->api == &fthrottle_api || sync->api == &flimiter_api)) {
+        return (fsync_base*)sync;
+    }
+    return NULL;
+}
+
+static void fsync_destroy(fsync_base* b)
+{
+    switch (b->kind) {
+    case FSYNC_MUTEX:
+        fmutex_destroy((fmutex*)b);
+        ftn_free(b);
+        break;
+    case FSYNC_THROTTLE:
+        fthrottle_destroy((fthrottle*)b);
+        ftn_free(b);
+        break;
+    default:
+        flimiter_destroy(&b->iface);
+        break;
+    }
+}
+
+void fsync_use(FutoInSync* sync)
+{
+    fsync_base* b = fsync_builtin(sync);
+    if (b) {
+        ++b->users;
+    }
+}
+
+void fsync_unuse(FutoInSync* sync)
+{
+    fsync_base* b = fsync_builtin(sync);
+    if (b && --b->users == 0 && b->dying) {
+        fsync_destroy(b);
+    }
+}
+
 void futoin_sync_free(FutoInSync* sync)
 {
     if (!sync) {
         return;
     }
-    switch (((fmutex*)sync)->kind) {
-    case FSYNC_MUTEX:
-        fmutex_destroy((fmutex*)sync);
-        ftn_free(sync);
-        break;
-    case FSYNC_THROTTLE:
-        fthrottle_destroy((fthrottle*)sync);
-        ftn_free(sync);
-        break;
-    case FSYNC_LIMITER:
-        flimiter_destroy(sync);
-        break;
-    default:
+    fsync_base* b = fsync_builtin(sync);
+    if (!b) {
         fprintf(stderr, "futoin: futoin_sync_free(): not a sync object of this library (ignored)\n");
-        break;
+    } else if (b->users) {
+        b->dying = 1;
+    } else {
+        fsync_destroy(b);
     }
 }
 
 int futoin_sync_timer_pending(const FutoInSync* sync)
 {
-    if (!sync) {
+    const fsync_base* b = fsync_builtin((FutoInSync*)sync);
+    if (!b) {
         return 0;
     }
-    switch (((const fmutex*)sync)->kind) {
+    switch (b->kind) {
     case FSYNC_THROTTLE:
-        return ((const fthrottle*)sync)->timer != NULL;
+        return ((const fthrottle*)b)->timer != NULL;
     case FSYNC_LIMITER:
         return flimiter_timer_pending(sync);
     default:

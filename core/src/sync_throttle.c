@@ -11,8 +11,8 @@ void fthrottle_init(
         fthrottle* t, FutoInAsyncTool* tool, uint32_t max, uint32_t period_ms, uint32_t max_queue)
 {
     memset(t, 0, sizeof(*t));
-    *(const FutoInSyncAPI**)&t->iface.api = &fthrottle_api;
-    t->kind = FSYNC_THROTTLE;
+    *(const FutoInSyncAPI**)&t->b.iface.api = &fthrottle_api;
+    t->b.kind = FSYNC_THROTTLE;
     t->tool = tool;
     t->max = max ? max : 1;
     t->period_ms = period_ms ? period_ms : 1;
@@ -38,7 +38,7 @@ FutoInSync* futoin_throttle_new(
         return NULL;
     }
     fthrottle_init(t, tool, max, period_ms, max_queue);
-    return &t->iface;
+    return &t->b.iface;
 }
 
 static void throttle_period(void* data);
