@@ -274,6 +274,8 @@ FUTOIN_API FutoInSync* futoin_mutex_new(FutoInAsyncTool* tool, uint32_t max, uin
 FUTOIN_API FutoInSync* futoin_throttle_new(
         FutoInAsyncTool* tool, uint32_t max, uint32_t period_ms, uint32_t max_queue);
 FUTOIN_API FutoInSync* futoin_limiter_new(FutoInAsyncTool* tool, const FutoInLimiterOptions* opts);
+/* Frees a primitive made above; while flows still hold it, wait for it or
+ * have a sync step naming it queued, it is freed when the last is done. */
 FUTOIN_API void futoin_sync_free(FutoInSync* sync);
 /* 1 while the period timer of a Throttle (or of a Limiter's rate) runs: an
  * entry was counted in this period or a flow waits; 0 when it is idle. */
