@@ -354,6 +354,38 @@ static void root_cancelled_inside_step(void** s)
     assert_trace("cancel requested");
 }
 
+static FutoInAsyncSteps* g_ghost_root;
+
+static void ghost_cleanup(void* ptr)
+{
+    (void)ptr;
+    g_ghost_root->api->add(g_ghost_root, "ghost", f_trace, NULL);
+    g_ghost_root->api->execute(g_ghost_root, NULL, on_unhandled);
+}
+
+/* A root's own cleanup that adds to it and executes it while it is freed:
+ * ignored (the step ran later inside the next root made from that memory,
+ * and the queued task was reset while linked, so another flow lost its turn) */
+static void root_used_by_its_cleanup_while_freed(void** s)
+{
+    (void)s;
+    FutoInAsyncSteps* as = g_fx.root;
+    g_fx.root = NULL;
+    g_ghost_root = as;
+    assert_non_null(as->api->stack(as, 8, ghost_cleanup));
+    as->api->free(as);
+    FutoInAsyncSteps* r2 = futoin_steps_new(g_fx.tool);
+    FutoInAsyncSteps* r3 = futoin_steps_new(g_fx.tool);
+    r3->api->add(r3, "r3", f_trace, NULL);
+    r3->api->execute(r3, NULL, on_unhandled);
+    r2->api->add(r2, "r2", f_trace, NULL);
+    r2->api->execute(r2, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("r3|r2");
+    r2->api->free(r2);
+    r3->api->free(r3);
+}
+
 static void sync_without_api(void** s)
 {
     (void)s;
@@ -391,6 +423,7 @@ int main(void)
             T(root_freed_from_its_own_callback),
             T(root_freed_inside_step_cancels_flow),
             T(root_cancelled_inside_step),
+            T(root_used_by_its_cleanup_while_freed),
             T(sync_without_api),
     };
     return cmocka_run_group_tests_name("misuse", tests, NULL, NULL);

@@ -1119,14 +1119,15 @@ void feng_flow_free(fflow* fl)
     }
     FutoInAsyncTool* t = fl->tool;
     ++fl->depth; /* cleanups below are user code */
-    fl->base.state = FS_CANCEL;
+    /* gone for them already: a call on this root is refused, not queued
+     * into the next root made from this memory */
+    fl->base.state = FS_FREE;
     frame_drop_queue(t, &fl->base);
     fstep_free_allocs(&fl->base);
     fflow_vars_free(fl);
     futoin_reset_binval(&fl->last_exception);
     fargs_reset(&fl->main.out_args);
     --fl->depth;
-    fl->base.state = FS_FREE;
     fl->next_free = t->free_flows;
     t->free_flows = fl;
 }
