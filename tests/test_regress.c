@@ -377,6 +377,42 @@ static void sync_with_args_allocates_nothing(void** state)
     assert_int_equal(small, big); /* nothing per step */
 }
 
+/* 7. setTimeout() on a waiting step from another thread is misuse: it was
+ * reported by failing the flow from that thread, pushing to the loop's task
+ * queue unsynchronised; now only reported */
+static FutoInAsyncSteps* g_waiting7;
+
+static void* misuse_then_success_thread(void* arg)
+{
+    (void)arg;
+    g_waiting7->api->setTimeout(g_waiting7, 100);
+    g_waiting7->api->success(g_waiting7, NULL); /* the thread-safe slot */
+    return NULL;
+}
+
+static void waits7(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    g_waiting7 = bsi;
+    bsi->api->waitExternal(bsi);
+}
+
+static void loop_only_slot_from_another_thread_is_only_reported(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, NULL, waits7, eh_trace);
+    as->api->add(as, "after", f_trace, NULL);
+    as->api->execute(as, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, misuse_then_success_thread, NULL), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("after");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +423,7 @@ int main(void)
             T(no_error_handler_after_cancel_requested),
             T(limiter_reentrant_cancel_keeps_outer_hold),
             T(sync_with_args_allocates_nothing),
+            T(loop_only_slot_from_another_thread_is_only_reported),
     };
     return cmocka_run_group_tests_name("regress", tests, NULL, NULL);
 }

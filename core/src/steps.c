@@ -872,6 +872,12 @@ int feng_wait_failing(FutoInAsyncSteps* bsi)
 
 void feng_misuse(fstep* s, const char* what)
 {
+    if (FTN_UNLIKELY(!ftool_is_loop_thread(s->flow->tool))) {
+        /* the flow belongs to the loop thread: failing it from here would
+         * touch its state unsynchronised */
+        fprintf(stderr, "futoin: InternalError: %s from another thread (ignored)\n", what);
+        return;
+    }
     if (feng_in_callback(s)) {
         if (!(s->flags & F_ERROR)) {
             if (s->flags & F_SUCCESS) {
