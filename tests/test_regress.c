@@ -413,6 +413,105 @@ static void loop_only_slot_from_another_thread_is_only_reported(void** state)
     assert_trace("after");
 }
 
+/* 8. out of memory copying an error code kept the previous code: a body's
+ * error after a continueLoop() was read as LoopCont and the loop went on */
+static int g_fail_allocs;
+
+static void* failing_malloc(size_t n)
+{
+    return g_fail_allocs ? NULL : malloc(n);
+}
+static void* failing_realloc(void* p, size_t n)
+{
+    return g_fail_allocs ? NULL : realloc(p, n);
+}
+
+#define LONG_CODE "AnErrorCodeLongerThanTheBufferOfThirtyTwoBytes"
+
+static void body8(FutoInAsyncSteps* bsi, void* d, size_t i)
+{
+    (void)d;
+    trace("%zu", i);
+    if (i == 0) {
+        bsi->api->continueLoop(bsi, NULL);
+        return;
+    }
+    g_fail_allocs = 1;
+    bsi->api->handle_error(bsi, LONG_CODE, "x");
+    g_fail_allocs = 0;
+}
+
+static void eh8(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("eh:%s", code);
+    bsi->api->success(bsi, NULL);
+}
+
+static void outer8(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->repeat(bsi, NULL, 5, body8, NULL);
+}
+
+static void error_code_lost_to_oom_is_not_the_previous_one(void** state)
+{
+    (void)state;
+    FutoInAllocator failing = {failing_malloc, failing_realloc, free};
+    futoin_set_allocator(&failing);
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, NULL, outer8, eh8);
+    as->api->execute(as, NULL, NULL);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    futoin_set_allocator(NULL);
+    assert_trace("0|1|eh:" FUTOIN_ERR_INTERNAL_ERROR);
+}
+
+/* 9. success() from another thread while out of memory: the values it was
+ * given were neither taken nor cleaned up */
+static FutoInAsyncSteps* g_waiting9;
+static int g_taken9;
+
+static void* success_oom_thread(void* arg)
+{
+    (void)arg;
+    FutoInArgs args = args0();
+    args.arg0 = val_heap_str("abc");
+    g_fail_allocs = 1;
+    g_waiting9->api->success(g_waiting9, &args);
+    g_fail_allocs = 0;
+    g_taken9 = args.arg0.type == NULL; /* taken, as on success */
+    return NULL;
+}
+
+static void waits9(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    g_waiting9 = bsi;
+    bsi->api->waitExternal(bsi);
+}
+
+static void cross_thread_success_out_of_memory_cleans_values(void** state)
+{
+    (void)state;
+    FutoInAllocator failing = {failing_malloc, failing_realloc, free};
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, NULL, waits9, NULL);
+    as->api->execute(as, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    g_heap_cleanups = 0;
+    futoin_set_allocator(&failing);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, success_oom_thread, NULL), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    futoin_set_allocator(NULL);
+    assert_true(g_taken9);
+    assert_int_equal(g_heap_cleanups, 1);
+    as->api->cancel(as);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +523,8 @@ int main(void)
             T(limiter_reentrant_cancel_keeps_outer_hold),
             T(sync_with_args_allocates_nothing),
             T(loop_only_slot_from_another_thread_is_only_reported),
+            T(error_code_lost_to_oom_is_not_the_previous_one),
+            T(cross_thread_success_out_of_memory_cleans_values),
     };
     return cmocka_run_group_tests_name("regress", tests, NULL, NULL);
 }

@@ -62,7 +62,7 @@ int fbuf_set(fbuf* b, const char* s)
     size_t n = strlen(s) + 1;
     if (n > b->cap) {
         size_t cap = n < 32 ? 32 : n;
-        char* p = ftn_realloc(b->s, cap);
+        char* p = ftn_realloc(b->cap ? b->s : NULL, cap); /* cap 0: s is a literal or NULL */
         if (!p) {
             return -1;
         }
@@ -73,9 +73,19 @@ int fbuf_set(fbuf* b, const char* s)
     return 0;
 }
 
+void fbuf_set_or(fbuf* b, const char* s, const char* fallback)
+{
+    if (fbuf_set(b, s) != 0 && fbuf_set(b, fallback) != 0) {
+        /* no buffer at all (a fallback fits any): the literal, not owned */
+        b->s = (char*)fallback;
+    }
+}
+
 void fbuf_free(fbuf* b)
 {
-    ftn_free(b->s);
+    if (b->cap) {
+        ftn_free(b->s);
+    }
     b->s = NULL;
     b->cap = 0;
 }

@@ -171,6 +171,9 @@ static void api_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         fpost* m = post_new(bsi, post_success);
         if (!m) {
             report("success()", "out of memory");
+            if (args) {
+                fargs_reset(args); /* taken all the same: the caller lets go of them */
+            }
             return;
         }
         if (args) {

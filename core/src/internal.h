@@ -26,6 +26,9 @@ typedef struct fbuf
     size_t cap;
 } fbuf;
 FTN_HIDDEN int fbuf_set(fbuf* b, const char* s);
+/* out of memory for `s`: `fallback`, a literal shorter than the smallest
+ * buffer; never what the buffer held before */
+FTN_HIDDEN void fbuf_set_or(fbuf* b, const char* s, const char* fallback);
 FTN_HIDDEN void fbuf_free(fbuf* b);
 
 /* ---- scheduler (tool.c) ---- */

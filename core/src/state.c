@@ -14,9 +14,8 @@ const char* fflow_info(fflow* fl)
 void fflow_set_info(fflow* fl, const char* info)
 {
     uint8_t idx = fl->info_idx ^ 1;
-    if (fbuf_set(&fl->info[idx], info) == 0) {
-        fl->info_idx = idx;
-    }
+    fbuf_set_or(&fl->info[idx], info, "out of memory");
+    fl->info_idx = idx;
 }
 
 void* fflow_state_var(

@@ -138,9 +138,8 @@ static const char* strand_code(fstrand* st)
 static void strand_set_code(fstrand* st, const char* code)
 {
     uint8_t idx = st->code_idx ^ 1;
-    if (fbuf_set(&st->code[idx], code) == 0) {
-        st->code_idx = idx;
-    }
+    fbuf_set_or(&st->code[idx], code, FUTOIN_ERR_INTERNAL_ERROR);
+    st->code_idx = idx;
 }
 
 /* An error from outside (timer, I/O, another thread) waits with its strand:
