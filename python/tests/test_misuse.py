@@ -238,6 +238,64 @@ def test_stale_step_view_raises_not_crashes(virtual_tool):
     assert box.get("runtime_errors", 0) >= 1
 
 
+def test_a_kept_step_view_never_acts_on_the_step_that_reused_its_memory(virtual_tool):
+    # the engine reuses an ended step's memory for the next step; a view kept
+    # past its step's end completed that other step (late success after a
+    # timeout, spec 3.5, without a cancel handler)
+    box = {"got": []}
+
+    def keep(as_):
+        box["view"] = as_
+
+    def waits(as_):
+        as_.wait_external()
+        for name, call in (("success", lambda: box["view"].success("stale")),
+                           ("error", lambda: box["view"].error("Stale")),
+                           ("set_timeout", lambda: box["view"].set_timeout(1)),
+                           ("wait_external", lambda: box["view"].wait_external())):
+            with pytest.raises(RuntimeError, match="ended"):
+                call()
+            box["got"].append(name)
+        assert not box["view"]
+        assert as_
+        virtual_tool.deferred(5, lambda: as_.success("real"))
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(keep)
+    as_.add(lambda as_: as_.add(waits))
+    as_.add(lambda as_, v: as_.success(v))
+    assert as_.run() == "real"
+    assert box["got"] == ["success", "error", "set_timeout", "wait_external"]
+
+
+def test_late_success_after_a_timeout_is_refused(virtual_tool):
+    box = {}
+
+    def times_out(as_):
+        as_.set_timeout(10)
+        box["view"] = as_
+
+    def recover(as_, code):
+        box["code"] = code
+        as_.success("recovered")
+
+    def late():
+        with pytest.raises(RuntimeError, match="ended"):
+            box["view"].success("late")
+        box["late"] = True
+
+    def next_waits(as_, v):
+        as_.wait_external()
+        virtual_tool.deferred(20, late)
+        virtual_tool.deferred(30, lambda: as_.success(v))
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(times_out, recover)
+    as_.add(next_waits)
+    assert as_.run() == "recovered"
+    assert box["code"] == "Timeout" and box["late"]
+
+
 def test_freed_root_raises(virtual_tool):
     as_ = AsyncSteps(virtual_tool)
     as_._free()

@@ -225,6 +225,7 @@ typedef struct StepsObject
     PyObject* tool;   /* ToolObject for our roots, or None */
     int owns;         /* a root created here: free it with the object */
     int in_cb;        /* inside this step's execute/error callback */
+    struct viewlink* link; /* a step view kept past its callback: told when its step ends */
     PyObject* model;  /* roots: recorded root-level adds (copy_from) */
     PyObject* weakrefs;
 } StepsObject;
@@ -265,21 +266,61 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     Py_INCREF(v->tool);
     v->owns = 0;
     v->in_cb = 0;
+    v->link = NULL;
     v->model = NULL;
     v->weakrefs = NULL;
     v->frags = NULL;
     return v;
 }
 
+/* The engine reuses an ended step's memory for the next step: a view kept
+ * past its callback must learn when its step ends, or it would act on
+ * whichever step comes next at that address. A link in the step's stack()
+ * memory tells it (and the view unlinks itself if it goes first). */
+typedef struct viewlink
+{
+    StepsObject* view;
+} viewlink;
+
+static void viewlink_cleanup(void* p)
+{
+    viewlink* l = p;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (l->view) {
+        l->view->bsi = NULL;
+        l->view->link = NULL;
+    }
+    PyGILState_Release(g);
+}
+
+/* `v` may outlive the call that made it: link it to its step's end (a step
+ * ending already, as in its cancel handler, leaves it ended at once) */
+static void view_link(StepsObject* v)
+{
+    if (v->bsi && !v->link && !v->owns) {
+        viewlink* l = v->bsi->api->stack(v->bsi, sizeof(viewlink), viewlink_cleanup);
+        if (l) {
+            l->view = v;
+            v->link = l;
+        } else {
+            v->bsi = NULL;
+        }
+    }
+}
+
 /* Drop our reference to a step view; keep it as the spare when nobody else
  * holds it (then it is never seen again by user code). */
 static void view_release(StepsObject* v)
 {
-    if (Py_REFCNT(v) == 1 && !g_spare_view && !v->owns && !v->model && !v->weakrefs) {
-        v->bsi = NULL;
-        Py_CLEAR(v->tool);
-        g_spare_view = v;
-        return;
+    if (Py_REFCNT(v) == 1) {
+        if (!g_spare_view && !v->owns && !v->model && !v->weakrefs) {
+            v->bsi = NULL;
+            Py_CLEAR(v->tool);
+            g_spare_view = v;
+            return;
+        }
+    } else {
+        view_link(v);
     }
     Py_DECREF(v);
 }
@@ -737,7 +778,7 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
             PyErr_WriteUnraisable(f->func);
         }
         Py_XDECREF(r);
-        Py_DECREF(v);
+        view_release(v);
     }
     PyErr_Clear();
     PyGILState_Release(g);
@@ -760,7 +801,9 @@ static PyTypeObject CStepType;
 static int check_usable(StepsObject* self)
 {
     if (!self->bsi) {
-        PyErr_SetString(PyExc_RuntimeError, "AsyncSteps object was freed");
+        PyErr_SetString(PyExc_RuntimeError, self->owns || self->model
+                ? "AsyncSteps object was freed"
+                : "this step has ended: its AsyncSteps object is out of service");
         return -1;
     }
     return 0;
@@ -926,6 +969,9 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
     }
     FutoInAsyncSteps* p = self->bsi->api->parallel(self->bsi, f, f ? tr_error : NULL);
     StepsObject* pv = view_new(p, self->tool);
+    if (pv) {
+        view_link(pv); /* the caller keeps it */
+    }
     if (pv && self->model) {
         /* branches added to it are recorded in the root's model too */
         pv->model = PyList_New(0);
@@ -1189,7 +1235,7 @@ static void pysync_call(FutoInAsyncSteps* bsi, FutoInSync* sync, const char* met
             }
         }
         Py_XDECREF(r);
-        Py_DECREF(v);
+        view_release(v);
     }
     PyErr_Clear();
     PyGILState_Release(g);
@@ -1710,6 +1756,9 @@ static int Steps_clear(StepsObject* self)
 static void Steps_dealloc(StepsObject* self)
 {
     PyObject_GC_UnTrack(self);
+    if (self->link) {
+        self->link->view = NULL;
+    }
     if (self->weakrefs) {
         PyObject_ClearWeakRefs((PyObject*)self);
     }
