@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from futoin_polyglot import (
-    AsyncSteps, CStep, FutoInError, ISync, Limiter, Mutex, Throttle, Tool, errors, wrap,
+    AsyncSteps, CStep, FutoInError, ISync, Limiter, Mutex, Throttle, Tool, errors, is_native, wrap,
 )
 
 
@@ -116,6 +116,17 @@ BAD_CONSTRUCTORS = [
     ("CStep('x')", lambda: CStep("x"), TypeError),
     ("wrap(0)", lambda: wrap(0), ValueError),
     ("wrap('x')", lambda: wrap("x"), TypeError),
+    # addresses that can be no object (the first 64 KiB are never mapped, a
+    # FutoInAsyncSteps is pointer-aligned) were dereferenced: a crash
+    ("wrap(12345)", lambda: wrap(12345), ValueError),
+    ("wrap(-8)", lambda: wrap(-8), (ValueError, OverflowError)),
+    ("wrap(0x100001)", lambda: wrap(0x100001), ValueError),
+    ("is_native(12345)", lambda: is_native(12345), ValueError),
+    ("is_native(0x100001)", lambda: is_native(0x100001), ValueError),
+    ("is_native('x')", lambda: is_native("x"), TypeError),
+    # a capsule of this package that holds no FutoInAsyncSteps was taken as one
+    ("wrap(Mutex()._sync)", lambda: wrap(Mutex(tool=Tool())._sync), TypeError),
+    ("wrap(p, tool=5)", lambda: wrap(AsyncSteps(Tool()).binary(), tool=5), TypeError),
     ("Tool().advance(5)", lambda: Tool().advance(5), RuntimeError),
     ("Tool(virtual_time=True).advance(-1)", lambda: Tool(virtual_time=True).advance(-1),
      (OverflowError, ValueError, TypeError)),

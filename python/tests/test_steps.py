@@ -925,6 +925,18 @@ def test_wrap_controls_external_completion(virtual_tool):
     assert out == ["wrapped success"]
 
 
+def test_wrap_of_a_root_of_ours_takes_its_tool(virtual_tool):
+    # the view had no tool: run() and new_instance().run() of it failed
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.success("from a wrapped root"))
+    w = wrap(as_.binary())
+    assert w._tool is virtual_tool
+    assert w.run() == "from a wrapped root"
+    child = w.new_instance()
+    child.add(lambda as_: as_.success("child"))
+    assert child.run() == "child"
+
+
 def test_root_binary_is_native_and_repr(virtual_tool):
     as_ = AsyncSteps(virtual_tool)
     addr = as_.binary()

@@ -243,7 +243,11 @@ typedef struct ToolObject
     unsigned refs; /* ref() not yet matched by unref() */
     FutoInAsyncSteps* sched;  /* a root never executed: its sched_* slots serve immediate()/deferred() */
     struct deferred* pending; /* callbacks of immediate()/deferred() not run yet */
+    struct ToolObject* tl_next; /* every live tool: wrap() of a pointer of ours finds its tool */
+    struct ToolObject** tl_pprev;
 } ToolObject;
+
+static ToolObject* g_tools;
 
 /* One spare view: a callback that did not keep its view gives it back, so
  * a run of steps reuses one object instead of allocating a view per step. */
@@ -1994,6 +1998,12 @@ static PyObject* Tool_new(PyTypeObject* type, PyObject* args, PyObject* kw)
     if (burst) {
         futoin_tool_set_burst(self->tool, burst);
     }
+    self->tl_next = g_tools;
+    if (g_tools) {
+        g_tools->tl_pprev = &self->tl_next;
+    }
+    self->tl_pprev = &g_tools;
+    g_tools = self;
     return (PyObject*)self;
 }
 
@@ -2001,6 +2011,12 @@ static void tool_drop_pending(ToolObject* self);
 
 static void Tool_dealloc(ToolObject* self)
 {
+    if (self->tl_pprev) {
+        *self->tl_pprev = self->tl_next;
+        if (self->tl_next) {
+            self->tl_next->tl_pprev = self->tl_pprev;
+        }
+    }
     tool_drop_pending(self);
     if (self->tool) {
         futoin_tool_set_hooks(self->tool, NULL);
@@ -2410,6 +2426,35 @@ static PyTypeObject ToolType = {
 
 /* ---- module functions ---- */
 
+/* An address user code hands us, checked as far as that can be done
+ * without reading it: the first 64 KiB are never mapped, a FutoInAsyncSteps
+ * is pointer-aligned, user space ends at 2^47 (x86-64). */
+static void* steps_address(PyObject* addr)
+{
+    if (!PyLong_Check(addr)) {
+        PyErr_Format(PyExc_TypeError, "a FutoInAsyncSteps address must be an int, not %.100s",
+                     Py_TYPE(addr)->tp_name);
+        return NULL;
+    }
+    unsigned long long a = PyLong_AsUnsignedLongLong(addr);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    int bad = a < 65536 || (a & (sizeof(void*) - 1)) != 0;
+#if defined(__x86_64__)
+    bad = bad || a >= (1ULL << 47);
+#endif
+    if (a == 0) {
+        PyErr_SetString(PyExc_ValueError, "a NULL FutoInAsyncSteps*");
+        return NULL;
+    }
+    if (bad || (unsigned long long)(uintptr_t)a != a) {
+        PyErr_Format(PyExc_ValueError, "0x%llx is no FutoInAsyncSteps address", a);
+        return NULL;
+    }
+    return (void*)(uintptr_t)a;
+}
+
 static PyObject* mod_wrap(PyObject* m, PyObject* args)
 {
     (void)m;
@@ -2418,13 +2463,37 @@ static PyObject* mod_wrap(PyObject* m, PyObject* args)
     if (!PyArg_ParseTuple(args, "O|O:wrap", &addr, &tool)) {
         return NULL;
     }
-    void* p = PyCapsule_CheckExact(addr) ? PyCapsule_GetPointer(addr, PyCapsule_GetName(addr))
-                                         : PyLong_AsVoidPtr(addr);
+    if (tool != Py_None && !PyObject_TypeCheck(tool, &ToolType)) {
+        PyErr_Format(PyExc_TypeError, "wrap(): tool must be a Tool or None, not %.100s", Py_TYPE(tool)->tp_name);
+        return NULL;
+    }
+    void* p;
+    if (PyCapsule_CheckExact(addr)) {
+        /* this package's own capsules of other things are no steps */
+        const char* name = PyCapsule_GetName(addr);
+        if (name && strncmp(name, "futoin.", 7) == 0) {
+            PyErr_Format(PyExc_TypeError, "wrap(): a '%s' capsule holds no FutoInAsyncSteps", name);
+            return NULL;
+        }
+        p = PyCapsule_GetPointer(addr, name);
+    } else {
+        p = steps_address(addr);
+    }
     if (!p) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "wrap() needs a non-NULL FutoInAsyncSteps*");
         }
         return NULL;
+    }
+    if (tool == Py_None && futoin_steps_is_native(p)) {
+        /* a pointer of this core: its flows run on one of our tools */
+        FutoInAsyncTool* t = futoin_steps_tool(p);
+        for (ToolObject* o = g_tools; o; o = o->tl_next) {
+            if (o->tool == t) {
+                tool = (PyObject*)o;
+                break;
+            }
+        }
     }
     return (PyObject*)view_new(p, tool);
 }
@@ -2432,8 +2501,8 @@ static PyObject* mod_wrap(PyObject* m, PyObject* args)
 static PyObject* mod_is_native(PyObject* m, PyObject* addr)
 {
     (void)m;
-    void* p = PyLong_AsVoidPtr(addr);
-    if (PyErr_Occurred()) {
+    void* p = steps_address(addr);
+    if (!p) {
         return NULL;
     }
     return PyBool_FromLong(futoin_steps_is_native(p));
