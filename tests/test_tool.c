@@ -1019,6 +1019,48 @@ static void cross_thread_success_with_ref(void** state)
     assert_int_equal(futoin_tool_run(g_fx.tool), 0); /* no reference left */
 }
 
+static pthread_t g_post_thread;
+static int g_posted;
+
+static void posted_call(void* data)
+{
+    g_post_thread = pthread_self();
+    g_posted += *(int*)data;
+    futoin_tool_unref(g_fx.tool);
+}
+
+static void* post_from_thread(void* p)
+{
+    assert_int_equal(futoin_tool_post(g_fx.tool, posted_call, p), 0);
+    return NULL;
+}
+
+/* futoin_tool_post() from another thread wakes run() and runs on the loop
+ * thread; one left when the tool is freed runs then */
+static void post_runs_on_the_loop_thread(void** state)
+{
+    (void)state;
+    static int one = 1;
+    static int ten = 10;
+    g_posted = 0;
+    futoin_tool_ref(g_fx.tool);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, post_from_thread, &one), 0);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0); /* the call's unref ends it */
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(g_posted, 1);
+    assert_true(pthread_equal(g_post_thread, pthread_self()));
+    assert_int_equal(futoin_tool_post(NULL, posted_call, &one), -1);
+    assert_int_equal(futoin_tool_post(g_fx.tool, NULL, &one), -1);
+    futoin_tool_ref(g_fx.tool); /* the call's unref */
+    assert_int_equal(futoin_tool_post(g_fx.tool, posted_call, &ten), 0);
+    g_fx.root->api->free(g_fx.root);
+    g_fx.root = NULL;
+    futoin_tool_free(g_fx.tool);
+    g_fx.tool = NULL;
+    assert_int_equal(g_posted, 11);
+}
+
 static void cross_thread_handle_error(void** state)
 {
     (void)state;
@@ -1153,6 +1195,7 @@ int main(void)
             T(is_top_tells_the_innermost_step),
             T(host_run_spends_burst_and_follows),
             T(cross_thread_success_with_ref),
+            T(post_runs_on_the_loop_thread),
             T(cross_thread_handle_error),
             T(cross_thread_unhandled_error),
             T(cross_thread_with_host_loop_hooks),

@@ -66,6 +66,8 @@ typedef struct fpost
     FutoInArgs args;
     char* code;
     char* info;
+    void (*call)(void* data); /* futoin_tool_post() */
+    void* call_data;
 } fpost;
 
 typedef struct fpool

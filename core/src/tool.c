@@ -374,6 +374,27 @@ void ftool_post(FutoInAsyncTool* t, fpost* msg)
     }
 }
 
+static void post_call(fpost* m)
+{
+    m->call(m->call_data);
+}
+
+int futoin_tool_post(FutoInAsyncTool* t, void (*fn)(void* data), void* data)
+{
+    if (!t || !fn) {
+        return -1;
+    }
+    fpost* m = ftn_calloc(sizeof(*m));
+    if (!m) {
+        return -1;
+    }
+    m->fn = post_call;
+    m->call = fn;
+    m->call_data = data;
+    ftool_post(t, m);
+    return 0;
+}
+
 void ftool_drain_posts(FutoInAsyncTool* t)
 {
     if (!atomic_load_explicit(&t->has_posts, memory_order_acquire)) {

@@ -275,6 +275,62 @@ def test_asyncio_cancel_from_thread(arun):
     assert out == []
 
 
+def test_asyncio_cancel_from_thread_settles_the_promise_and_lets_the_root_go(arun):
+    # the promise stayed pending and the root stayed registered as running
+    # (with its closures and state) when cancel() came from another thread
+    import futoin_polyglot
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        waiting = loop.create_future()
+        cancelled = []
+        as_ = AsyncSteps()
+
+        def step(as_):
+            as_.set_cancel(lambda as_: cancelled.append(True))
+            loop.call_soon(waiting.set_result, None)
+
+        as_.add(step)
+        fut = as_.promise()
+        await waiting
+        t = worker(as_.cancel)
+        await asyncio.wait([fut])  # a hang fails on the suite's guard
+        t.join()
+        return fut.cancelled(), cancelled, id(as_) in futoin_polyglot._running
+
+    assert arun(main()) == (True, [True], False)
+
+
+def test_blocking_cancel_from_thread_ends_run_as_cancelled():
+    import concurrent.futures
+    import futoin_polyglot
+
+    tool = Tool()
+    cancelled = []
+    threads = []
+    as_ = AsyncSteps(tool)
+
+    def step(as_):
+        as_.set_cancel(lambda as_: cancelled.append(True))
+        tool.ref()
+
+        def work():
+            try:
+                root.cancel()
+            finally:
+                tool.unref()
+
+        threads.append(worker(work))
+
+    root = as_
+    as_.add(step)
+    with pytest.raises(concurrent.futures.CancelledError):
+        as_.run()
+    threads[0].join()
+    assert cancelled == [True]
+    assert id(as_) not in futoin_polyglot._running
+
+
 def test_asyncio_many_threads(arun):
     async def main():
         threads = []

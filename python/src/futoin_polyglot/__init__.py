@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections.abc
+import concurrent.futures
 import sys
 import threading
 import weakref
@@ -33,6 +34,7 @@ __all__ = [
 _SPECIAL_STATE = ("error_info", "last_exception", "async_stack")
 _running: "dict[int, AsyncSteps]" = {}  # roots whose flows are executing, by id
 _promised: "dict[int, asyncio.Future]" = {}  # their promise() futures, by root id
+_in_run: "dict[int, bool]" = {}  # roots in a blocking run(), by id: whether cancelled
 
 
 class State(dict):
@@ -224,12 +226,19 @@ class AsyncSteps(AsyncStepsBase):
         AsyncStepsBase.execute(self, unhandled)
 
     def cancel(self) -> None:
-        """Cancel the root's flow (spec 2.2.3); safe from any thread. Its
-        promise() future, if any, is cancelled too."""
+        """Cancel the root's flow (spec 2.2.3); safe from any thread (it is
+        then done on the loop thread). Its promise() future, if any, is
+        cancelled too; a blocking run() raises CancelledError."""
+        if not self.is_same_thread():
+            self._cancel_on_loop()
+            return
         AsyncStepsBase.cancel(self)
-        if self.is_same_thread() and _running.get(id(self)) is self:
-            del _running[id(self)]
-            fut = _promised.pop(id(self), None)
+        key = id(self)
+        if _running.get(key) is self:
+            del _running[key]
+            if key in _in_run:
+                _in_run[key] = True
+            fut = _promised.pop(key, None)
             if fut is not None and not fut.done():
                 fut.cancel()
 
@@ -395,10 +404,17 @@ class AsyncSteps(AsyncStepsBase):
             box["error"] = FutoInError(code, st["error_info"], st["last_exception"])
 
         self._add_hidden(capture)
-        self.execute(unhandled)
-        self._tool.run()
+        key = id(self)
+        _in_run[key] = False
+        try:
+            self.execute(unhandled)
+            self._tool.run()
+        finally:
+            cancelled = _in_run.pop(key, False)
         if "error" in box:
             raise box["error"]
+        if cancelled:
+            raise concurrent.futures.CancelledError("the flow was cancelled")
         if "result" not in box:
             raise FutoInError(errors.InternalError,
                               "the flow did not complete: it waits for an external event and nothing "

@@ -1498,6 +1498,41 @@ static PyObject* Steps_cancel(StepsObject* self, PyObject* unused)
     Py_RETURN_NONE;
 }
 
+/* cancel() from another thread, run on the loop thread: the Python side of
+ * a cancel (its promise's future, the registry of running roots) belongs
+ * there, and so does the last reference to the root */
+static void cancel_posted(void* data)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject* root = data;
+    PyObject* r = PyObject_CallMethod(root, "cancel", NULL);
+    if (!r) {
+        PyErr_WriteUnraisable(root);
+    }
+    Py_XDECREF(r);
+    Py_DECREF(root);
+    PyGILState_Release(g);
+}
+
+static PyObject* Steps_cancel_on_loop(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    FutoInAsyncSteps* bsi = self->bsi;
+    if (!futoin_steps_is_native(bsi)) {
+        bsi->api->cancel(bsi); /* another provider's: its own cross-thread rules */
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(self);
+    if (futoin_tool_post(futoin_steps_tool(bsi), cancel_posted, self) != 0) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    Py_RETURN_NONE;
+}
+
 /* the root's unhandled-error callback: a Python callable in a pyfrag */
 static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
 {
@@ -1830,6 +1865,8 @@ static PyMethodDef Steps_methods[] = {
         {"execute", (PyCFunction)(void (*)(void))Steps_execute, METH_VARARGS | METH_KEYWORDS,
          "execute(unhandled_error=None): schedule the root"},
         {"cancel", (PyCFunction)Steps_cancel, METH_NOARGS, "cancel(): cancel the root (from any thread)"},
+        {"_cancel_on_loop", (PyCFunction)Steps_cancel_on_loop, METH_NOARGS,
+         "cancel() from another thread: runs cancel() on the loop thread"},
         {"new_instance", (PyCFunction)Steps_new_instance, METH_NOARGS, "a new root on the same tool"},
         {"binary", (PyCFunction)Steps_binary, METH_NOARGS, "address of the FutoInAsyncSteps*"},
         {"root_id", (PyCFunction)Steps_root_id, METH_NOARGS, "rootId() of the binary interface"},
