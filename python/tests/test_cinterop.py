@@ -170,6 +170,24 @@ def test_c_step_int32_reaches_python_as_int(virtual_tool):
     assert type(got[0]) is int
 
 
+def test_c_step_from_a_ctypes_function(virtual_tool):
+    # the README's "from ctypes.CDLL(...).symbol": it raised TypeError
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(CStep(clib().c_answer, keep=clib()))
+    assert as_.run() == 42
+
+
+def test_c_step_onerror_must_be_a_c_step():
+    # a Python handler (or anything else) was taken and silently dropped
+    for bad in (lambda as_, code: None, 5, "eh"):
+        with pytest.raises(TypeError, match="onerror"):
+            CStep(addr("c_answer"), onerror=bad)
+    with pytest.raises(TypeError):
+        CStep("c_answer")
+    with pytest.raises(TypeError):
+        CStep(ctypes.c_int(5))
+
+
 def test_c_step_with_data_pointer(virtual_tool):
     value = ctypes.c_int32(-123456)
     as_ = AsyncSteps(virtual_tool)

@@ -125,6 +125,10 @@ BAD_CONSTRUCTORS = [
     ("is_native(0x100001)", lambda: is_native(0x100001), ValueError),
     ("is_native('x')", lambda: is_native("x"), TypeError),
     # a capsule of this package that holds no FutoInAsyncSteps was taken as one
+    # a label that is no UTF-8 (a lone surrogate) left SystemError
+    ("loop(f, '\\ud800')", lambda: AsyncSteps(Tool()).loop(noop, "\ud800"), ValueError),
+    ("repeat(1, f, '\\ud800')", lambda: AsyncSteps(Tool()).repeat(1, noop, "\ud800"), ValueError),
+    ("for_each([1], f, '\\ud800')", lambda: AsyncSteps(Tool()).for_each([1], noop, "\ud800"), ValueError),
     ("wrap(Mutex()._sync)", lambda: wrap(Mutex(tool=Tool())._sync), TypeError),
     ("wrap(p, tool=5)", lambda: wrap(AsyncSteps(Tool()).binary(), tool=5), TypeError),
     ("Tool().advance(5)", lambda: Tool().advance(5), RuntimeError),

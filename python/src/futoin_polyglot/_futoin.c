@@ -1143,6 +1143,9 @@ static int parse_label(PyObject* label, const char** out)
             return -1;
         }
         *out = PyUnicode_AsUTF8(label);
+        if (!*out) {
+            return -1; /* UnicodeEncodeError, a ValueError (a lone surrogate) */
+        }
     }
     return 0;
 }
@@ -1919,7 +1922,33 @@ static int CStep_init(CStepObject* self, PyObject* args, PyObject* kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:CStep", kwlist, &addr, &data, &keep, &onerror)) {
         return -1;
     }
-    self->fn = PyLong_AsVoidPtr(addr);
+    if (!PyLong_Check(addr)) {
+        /* a ctypes function (CDLL(...).symbol): its address; nothing else,
+         * ctypes.cast() would give the address of a str's buffer */
+        PyObject* value = NULL;
+        PyObject* ctypes = PyImport_ImportModule("ctypes");
+        PyObject* fptype = ctypes ? PyObject_GetAttrString(ctypes, "_CFuncPtr") : NULL;
+        if (fptype && PyType_Check(fptype) && PyObject_TypeCheck(addr, (PyTypeObject*)fptype)) {
+            PyObject* vp = PyObject_GetAttrString(ctypes, "c_void_p");
+            PyObject* ptr = vp ? PyObject_CallMethod(ctypes, "cast", "OO", addr, vp) : NULL;
+            value = ptr ? PyObject_GetAttrString(ptr, "value") : NULL;
+            Py_XDECREF(ptr);
+            Py_XDECREF(vp);
+        }
+        Py_XDECREF(fptype);
+        Py_XDECREF(ctypes);
+        if (!value || !PyLong_Check(value)) {
+            Py_XDECREF(value);
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "CStep needs a function address (int) or a ctypes function, not %.100s",
+                         Py_TYPE(addr)->tp_name);
+            return -1;
+        }
+        self->fn = PyLong_AsVoidPtr(value);
+        Py_DECREF(value);
+    } else {
+        self->fn = PyLong_AsVoidPtr(addr);
+    }
     if (!self->fn) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "CStep needs a non-NULL function address");
@@ -1932,6 +1961,13 @@ static int CStep_init(CStepObject* self, PyObject* args, PyObject* kw)
     }
     Py_INCREF(keep);
     Py_XSETREF(self->keep, keep);
+    if (onerror != Py_None && !PyObject_TypeCheck(onerror, &CStepType)) {
+        /* a C step's handler is C too (a Python one: add(step, onerror)
+         * refuses it for the same reason) */
+        PyErr_Format(PyExc_TypeError, "CStep onerror must be a CStep (a C error callback) or None, not %.100s",
+                     Py_TYPE(onerror)->tp_name);
+        return -1;
+    }
     if (onerror != Py_None && PyObject_SetAttrString((PyObject*)self, "onerror", onerror) != 0) {
         return -1;
     }
