@@ -308,6 +308,29 @@ except KeyboardInterrupt:
     assert r.stdout.strip() == "KeyboardInterrupt left asyncio.run", r.stderr
 
 
+def test_keyboard_interrupt_outside_steps_leaves_run(virtual_tool, monkeypatch):
+    """in a cancel handler, a tool callback or a cleanup it was printed as
+    unraisable and run() went on (Ctrl-C swallowed)"""
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u))
+
+    def interrupt(*args):
+        raise KeyboardInterrupt
+
+    def guarded(as_):
+        as_.set_cancel(interrupt)
+        as_.set_timeout(10)
+
+    flow = AsyncSteps(virtual_tool).add(guarded, lambda as_, code: as_.success("handled " + code))
+    with pytest.raises(KeyboardInterrupt):
+        flow.run()
+    virtual_tool.deferred(5, interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        virtual_tool.run()
+    assert reported == []
+    assert AsyncSteps(virtual_tool).add(lambda as_: as_.success("again")).run() == "again"
+
+
 def test_unref_without_ref_is_a_runtime_error():
     tool = Tool(virtual_time=True)
     with pytest.raises(RuntimeError, match="without a ref"):

@@ -21,6 +21,39 @@ def worker(target):
 # ---- blocking mode ----
 
 
+def test_a_system_exit_leaves_the_run_of_its_own_thread_only():
+    # it was kept for the whole process: another thread's run() raised it
+    out = {}
+    a_waits = threading.Event()
+    b_done = threading.Event()
+
+    def thread_a():
+        def fatal(as_):
+            raise SystemExit("raised in A")
+
+        def wait_for_b(as_):
+            a_waits.set()
+            b_done.wait()
+
+        flow = AsyncSteps(Tool()).add(fatal, lambda as_, code: as_.success()).add(wait_for_b)
+        try:
+            flow.run()
+            out["a"] = "no exception"
+        except SystemExit as e:
+            out["a"] = str(e)
+
+    t = worker(thread_a)
+    a_waits.wait()
+    try:
+        out["b"] = AsyncSteps(Tool()).add(lambda as_: as_.success("b ran")).run()
+    except SystemExit as e:
+        out["b"] = "SystemExit: " + str(e)
+    finally:
+        b_done.set()
+    t.join()
+    assert out == {"a": "raised in A", "b": "b ran"}
+
+
 def test_blocking_success_from_thread():
     tool = Tool()
     seen = {}

@@ -545,7 +545,8 @@ static void exc_code_info(PyObject* type, PyObject* value, PyObject** code_o, Py
 /* A KeyboardInterrupt or SystemExit a step raised: it fails the flow like
  * any error and leaves the call that ran the step (run(), iterate(), the
  * first burst) once the engine is back, as in plain Python. */
-static PyObject* g_fatal;
+/* per thread: each thread's run() re-raises its own */
+static _Thread_local PyObject* g_fatal;
 
 static void fatal_keep(PyObject* value)
 {
@@ -569,6 +570,24 @@ static int fatal_raise(void)
     PyErr_SetObject((PyObject*)Py_TYPE(e), e);
     Py_DECREF(e);
     return -1;
+}
+
+/* An exception nobody can take (a cancel handler, a tool callback, a
+ * cleanup): reported as unraisable, except KeyboardInterrupt and SystemExit,
+ * which leave the run()/iterate() of this thread as in plain Python. */
+static void unraisable(PyObject* where)
+{
+    if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        fatal_keep(value);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return;
+    }
+    PyErr_WriteUnraisable(where);
 }
 
 /* Turn the pending Python exception into handle_error() on `bsi`. */
@@ -779,7 +798,7 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
         PyObject* r = PyObject_Vectorcall(f->func, argv, 1, NULL);
         if (!r) {
             /* a cancel handler cannot fail the flow: report and go on */
-            PyErr_WriteUnraisable(f->func);
+            unraisable(f->func);
         }
         Py_XDECREF(r);
         view_release(v);
@@ -1238,7 +1257,7 @@ static void pysync_call(FutoInAsyncSteps* bsi, FutoInSync* sync, const char* met
             if (method[0] == 'l') {
                 raise_into_flow(bsi);
             } else {
-                PyErr_WriteUnraisable(s->obj);
+                unraisable(s->obj);
             }
         }
         Py_XDECREF(r);
@@ -1339,7 +1358,7 @@ static void stack_release(void* p)
     if (f->onerror) {
         PyObject* r = PyObject_CallOneArg(f->onerror, f->func);
         if (!r) {
-            PyErr_WriteUnraisable(f->onerror);
+            unraisable(f->onerror);
         }
         Py_XDECREF(r);
     }
@@ -1422,7 +1441,7 @@ static void deferred_fire(void* data)
     if (func) {
         PyObject* r = PyObject_CallNoArgs(func);
         if (!r) {
-            PyErr_WriteUnraisable(func);
+            unraisable(func);
         }
         Py_XDECREF(r);
         Py_DECREF(func);
@@ -1510,7 +1529,7 @@ static void cancel_posted(void* data)
     PyObject* root = data;
     PyObject* r = PyObject_CallMethod(root, "cancel", NULL);
     if (!r) {
-        PyErr_WriteUnraisable(root);
+        unraisable(root);
     }
     Py_XDECREF(r);
     Py_DECREF(root);
@@ -1549,7 +1568,7 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
             PyObject* argv[2] = {(PyObject*)v, c};
             PyObject* r = PyObject_Vectorcall(f->onerror, argv, 2, NULL);
             if (!r) {
-                PyErr_WriteUnraisable(f->onerror);
+                unraisable(f->onerror);
             }
             Py_XDECREF(r);
         }
@@ -2028,7 +2047,7 @@ static void tool_arm(void* data, int64_t delay_ms)
     PyObject* d = PyLong_FromLongLong(delay_ms);
     PyObject* r = d ? PyObject_CallOneArg(t->arm, d) : NULL;
     if (!r) {
-        PyErr_WriteUnraisable(t->arm);
+        unraisable(t->arm);
     }
     Py_XDECREF(r);
     Py_XDECREF(d);
