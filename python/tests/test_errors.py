@@ -351,6 +351,26 @@ def test_last_exception_follows_errors_raised_by_the_engine(virtual_tool):
     assert outer == [first, first]
 
 
+def test_an_engine_error_with_the_code_of_an_earlier_raised_one_gets_its_own(virtual_tool):
+    """a Python FutoInError('Timeout') handled, then a real Timeout: its
+    last_exception was the old object (matched by code and info)"""
+    seen = []
+    first = FutoInError("Timeout")
+
+    def fail(as_):
+        raise first
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(fail, lambda as_, code: as_.success())
+    as_.add(lambda as_: as_.set_timeout(10),
+            lambda as_, code: seen.append((code, as_.state.last_exception)))
+    as_.execute(lambda as_, code: None)
+    virtual_tool.run()
+    assert len(seen) == 1 and seen[0][0] == "Timeout"
+    assert seen[0][1] is not first
+    assert isinstance(seen[0][1], FutoInError) and seen[0][1].code == "Timeout"
+
+
 def test_unicode_code_and_info(virtual_tool):
     as_ = AsyncSteps(virtual_tool)
     as_.add(lambda as_: as_.error("Ошибка", "info \u00e9\u4e2d\U0001f600"),

@@ -226,6 +226,7 @@ typedef struct StepsObject
     int owns;         /* a root created here: free it with the object */
     int in_cb;        /* inside this step's execute/error callback */
     struct viewlink* link; /* a step view kept past its callback: told when its step ends */
+    int went_on;      /* in its callback: success(), add() ... (an error handler recovered) */
     PyObject* model;  /* roots: recorded root-level adds (copy_from) */
     PyObject* weakrefs;
 } StepsObject;
@@ -270,6 +271,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     Py_INCREF(v->tool);
     v->owns = 0;
     v->in_cb = 0;
+    v->went_on = 0;
     v->link = NULL;
     v->model = NULL;
     v->weakrefs = NULL;
@@ -503,6 +505,18 @@ static int raised_as(FutoInAsyncSteps* bsi, const char* code, const char* info)
     const char* i = PyUnicode_AsUTF8(PyList_GET_ITEM(l, 1));
     PyErr_Clear();
     return c && i && strcmp(c, code) == 0 && strcmp(i, info ? info : "") == 0;
+}
+
+static void raised_forget(FutoInAsyncSteps* bsi)
+{
+    PyObject* l = raised_of(bsi);
+    PyObject* e = l ? PyUnicode_FromString("") : NULL;
+    if (e) {
+        Py_INCREF(e);
+        PyList_SetItem(l, 0, e);
+        PyList_SetItem(l, 1, e);
+    }
+    PyErr_Clear();
 }
 
 /* exc is last_exception, of the error (code, info) Python raises now */
@@ -754,6 +768,10 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
             v->in_cb = 0;
             if (!r) {
                 raise_into_flow(bsi);
+            } else if (v->went_on) {
+                /* handled: a later error of the same code and info is
+                 * another one, with a last_exception of its own */
+                raised_forget(bsi);
             }
             Py_XDECREF(r);
             view_release(v);
@@ -891,6 +909,7 @@ static void record_model(StepsObject* self, const char* kind, PyObject* const* a
 /* add a step with (func, onerror), Python callables or CStep objects */
 static int add_step(StepsObject* self, FutoInAsyncSteps* target, PyObject* func, PyObject* onerror)
 {
+    self->went_on = 1;
     if (PyObject_TypeCheck(func, &CStepType)) {
         CStepObject* c = (CStepObject*)func;
         if (onerror && onerror != Py_None) {
@@ -990,6 +1009,7 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
         }
         pyfrag_hold(self, self->bsi, f);
     }
+    self->went_on = 1;
     FutoInAsyncSteps* p = self->bsi->api->parallel(self->bsi, f, f ? tr_error : NULL);
     StepsObject* pv = view_new(p, self->tool);
     if (pv) {
@@ -1014,6 +1034,7 @@ static PyObject* Steps_success(StepsObject* self, PyObject* const* args, Py_ssiz
         return NULL;
     }
     FutoInAsyncSteps* bsi = self->bsi;
+    self->went_on = 1;
     if (!PyGILState_Check() || !bsi->api->is_same_thread(bsi)) {
         /* from another thread: posts without blocking; no GIL needed */
         Py_BEGIN_ALLOW_THREADS bsi->api->success(bsi, &a);
@@ -1149,6 +1170,7 @@ static PyObject* Steps_wait_external(StepsObject* self, PyObject* unused)
     if (check_usable(self)) {
         return NULL;
     }
+    self->went_on = 1;
     self->bsi->api->waitExternal(self->bsi);
     Py_RETURN_NONE;
 }
@@ -1189,6 +1211,7 @@ static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
     }
     pyfrag_hold(self, self->bsi, f);
     f->nargs = -1;
+    self->went_on = 1;
     self->bsi->api->loop(self->bsi, f, tr_loop, l);
     PyObject* rec[2] = {func, label};
     record_model(self, "loop", rec, 2);
@@ -1221,6 +1244,7 @@ static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
     }
     pyfrag_hold(self, self->bsi, f);
     f->nargs = -1;
+    self->went_on = 1;
     self->bsi->api->repeat(self->bsi, f, (size_t)count, tr_repeat, l);
     PyObject* c = PyLong_FromSsize_t(count);
     PyObject* rec[3] = {c, func, label};
@@ -1342,6 +1366,7 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
         return NULL;
     }
     pyfrag_hold(self, self->bsi, keep);
+    self->went_on = 1;
     self->bsi->api->addSync(self->bsi, s, f, tr_exec, f->onerror ? tr_error : NULL);
     PyObject* rec[3] = {obj, func, onerror};
     record_model(self, "sync", rec, 3);
