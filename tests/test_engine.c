@@ -460,6 +460,27 @@ static void host_run_all(void)
     host_loop_with(host_drain);
 }
 
+/* A branch failing while its sibling's host step waits to be taken: the
+ * sibling left the host queue as it was torn down (the host took a freed
+ * strand: a crash in Node with two root-level parallels) */
+static void host_sibling_waiting_for_the_host_is_torn_down_cleanly(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p1 = r->api->parallel(r, NULL, NULL);
+    p1->api->add(p1, "a", f_host, NULL);
+    FutoInAsyncSteps* p2 = r->api->parallel(r, NULL, NULL);
+    p2->api->add(p2, "fail", f_host, NULL);
+    p2->api->add(p2, "b", f_host, NULL);
+    p2->api->add(p2, "c", f_host, NULL);
+    r->api->add(r, "never", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    host_run_all();
+    assert_trace("host:a|host:fail|unhandled:Fail:i");
+    assert_false(futoin_tool_host_pending(g_fx.tool));
+}
+
 static void host_steps_interleave_with_engine_steps(void** state)
 {
     (void)state;
@@ -947,6 +968,7 @@ int main(void)
             T(engine_step_after_unwinding_waits_its_turn),
             T(host_step_after_unwinding_waits_its_turn),
             T(host_branch_error_runs_at_once),
+            T(host_sibling_waiting_for_the_host_is_torn_down_cleanly),
             T(host_steps_interleave_with_engine_steps),
             T(host_step_waiting_is_completed_from_outside),
             T(host_step_executing_another_root_only_schedules_it),

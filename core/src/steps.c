@@ -116,6 +116,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     st->err_pending = 0;
     st->info_pending = 0;
     st->fresh = 0;
+    st->in_host_q = 0;
     base->strand = st;
 }
 
@@ -249,12 +250,39 @@ static void branch_release(fstrand* b)
     fpool_put(&t->strand_pool, b);
 }
 
+/* A strand torn down while its step waits for the host to take it (a
+ * branch whose sibling failed) leaves the host queue: its step never runs. */
+static void host_unqueue(fstrand* st)
+{
+    FutoInAsyncTool* t = st->flow->tool;
+    fstrand* prev = NULL;
+    for (fstrand* q = t->host_head; q && q != st; q = q->host_next) {
+        prev = q;
+    }
+    if (prev) {
+        prev->host_next = st->host_next;
+    } else {
+        t->host_head = st->host_next;
+    }
+    if (t->host_tail == st) {
+        t->host_tail = prev;
+    }
+    st->host_next = NULL;
+    st->in_host_q = 0;
+    --st->flow->host_queued;
+    --st->flow->depth; /* as host_done() would have */
+    fargs_reset(&st->host_args);
+}
+
 /* Cancel everything running in `st0` (and its branches, innermost first)
  * down to its base. Iterative: no recursion per level or branch. */
 static void strand_teardown(fstrand* st0)
 {
     fstrand* cur = st0;
     for (;;) {
+        if (FTN_UNLIKELY(cur->in_host_q)) {
+            host_unqueue(cur);
+        }
         fstep* f = cur->top;
         if (f->kind == FK_PARALLEL && f->state == FS_PAR && f->u.par.branches) {
             cur = f->u.par.branches;
@@ -531,6 +559,7 @@ static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state)
     }
     st->host_budget = budget;
     st->host_next = NULL;
+    st->in_host_q = 1;
     if (st == t->host_cont && t->host_head) {
         st->host_next = t->host_head; /* its burst goes on first */
         t->host_head = st;
@@ -1355,6 +1384,7 @@ static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* prev, fstrand* s
         t->host_tail = prev;
     }
     st->host_next = NULL;
+    st->in_host_q = 0;
     --st->flow->host_queued;
     ++t->host_active;
     fstep* c = st->top;

@@ -328,3 +328,27 @@ test('the branches of a parallel step run before the steps of other flows that w
         'A1', 'A.b0', 'A.b1', 'A.b1s', 'B1', 'B2', 'C1', 'C.b0', 'C.b1', 'C.b1s', 'A2', 'C2',
     ]);
 });
+
+test('a branch failing in the first burst of a second root-level parallel', T, async () => {
+    // the other branch of that parallel waited for its turn when it was
+    // torn down: futoin-polyglot then ran a freed strand (a crash)
+    const seen = [];
+    const done = new Promise((resolve) => {
+        const r = $as();
+        r.parallel().add((as) => {
+            seen.push('a');
+        });
+        r.parallel()
+            .add((as) => as.error('boom'))
+            .add((as) => {
+                seen.push('sibling');
+            });
+        r.add((as) => seen.push('never'));
+        r.execute();
+        setTimeout(() => resolve(r.state.last_exception.message), 10);
+    });
+    assert.strictEqual(await done, 'boom');
+    // futoin-asyncsteps still runs the sibling's first step, started in the
+    // same pass; here the failure tears the sibling down before its turn
+    assert.deepStrictEqual(seen.filter((s) => s !== 'sibling'), ['a']);
+});
