@@ -189,16 +189,14 @@ int jd_init(jsenv* e)
     return 0;
 }
 
-static void on_closed(uv_handle_t* h)
-{
-    (void)h;
-}
-
+/* No close callbacks: Node may unload the addon (its last worker ended)
+ * before the loop finishes closing, and a callback would then point into
+ * unmapped code. The handles live in `e`, which is never freed. */
 void jd_close(jsenv* e)
 {
     futoin_tool_set_hooks(e->tool, NULL);
-    uv_close((uv_handle_t*)&e->timer, on_closed);
-    uv_close((uv_handle_t*)&e->check, on_closed);
-    uv_close((uv_handle_t*)&e->idle, on_closed);
-    uv_close((uv_handle_t*)&e->async, on_closed);
+    uv_close((uv_handle_t*)&e->timer, NULL);
+    uv_close((uv_handle_t*)&e->check, NULL);
+    uv_close((uv_handle_t*)&e->idle, NULL);
+    uv_close((uv_handle_t*)&e->async, NULL);
 }

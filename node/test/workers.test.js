@@ -97,3 +97,27 @@ test('a worker terminated with flows pending tears down without harm to the othe
     });
     assert.strictEqual(r, 7);
 });
+
+test('a process that loads the package only in workers exits cleanly', T, () => {
+    // Node unloaded the addon when the only worker using it ended, before
+    // its loop ran the close callbacks of the addon's handles: a crash
+    const script = `
+        const { Worker } = require('worker_threads');
+        const code = "const $as = require(" + JSON.stringify(${JSON.stringify(PKG)}) + ");" +
+            "const { parentPort, workerData } = require('worker_threads');" +
+            "if (workerData) $as().add((as) => as.setTimeout(60000)).execute();" +
+            "$as().add((as) => as.success(1)).add((as, v) => parentPort.postMessage(v)).execute();";
+        let ended = 0;
+        for (const terminate of [false, true]) {
+            const w = new Worker(code, { eval: true, workerData: terminate });
+            w.on('message', (v) => { if (terminate) w.terminate(); else if (v !== 1) process.exit(3); });
+            w.on('exit', () => { if (++ended === 2) console.log('workers ended'); });
+        }
+    `;
+    const res = require('child_process').spawnSync(process.execPath, ['-e', script], {
+        encoding: 'utf8', timeout: 120000,
+    });
+    assert.strictEqual(res.signal, null, res.stderr);
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.strictEqual(res.stdout.trim(), 'workers ended');
+});
