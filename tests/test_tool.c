@@ -555,6 +555,31 @@ static FutoInAsyncSteps* host_next_expect(const char* want)
 
 /* a pending timer must not cost a clock read and a re-arm of the host's
  * timer on every host step: the earliest deadline did not change */
+static void waits_with_timeout(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->setTimeout(bsi, 3000);
+}
+
+/* cancel() from outside the tool's callbacks stops the step's timer: the
+ * host's timer is disarmed too (Node waited out the cancelled deadline) */
+static void hooks_rearmed_when_a_cancel_from_outside_stops_a_timer(void** state)
+{
+    (void)state;
+    hook_rec rec;
+    memset(&rec, 0, sizeof(rec));
+    FutoInLoopHooks hooks = {&rec, hook_arm, hook_wakeup};
+    futoin_tool_set_hooks(g_fx.tool, &hooks);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, waits_with_timeout, NULL);
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(rec.last, 3000);
+    r->api->cancel(r);
+    assert_int_equal(rec.last, -1);
+}
+
 static void hooks_not_rearmed_per_step_while_the_deadline_holds(void** state)
 {
     (void)state;
@@ -1186,6 +1211,7 @@ int main(void)
             T(advance_moves_virtual_time),
             T(custom_clock_drives_timers),
             T(hooks_arm_reports_next_wakeup),
+            T(hooks_rearmed_when_a_cancel_from_outside_stops_a_timer),
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(host_nested_flow_runs_alone),
             T(host_nested_flow_runs_new_branches),

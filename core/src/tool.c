@@ -290,6 +290,11 @@ void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen)
     if (tm && tm->gen == gen && tm->heap_idx != UINT32_MAX) {
         heap_remove(t, tm);
         ftimer_release(t, tm);
+        if (!t->running) {
+            /* stopped from outside (a cancel): the host must not wait for it;
+             * inside, the turn re-arms once at its end */
+            ftool_rearm(t);
+        }
     }
 }
 

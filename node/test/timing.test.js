@@ -6,7 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, deferred, T } = require('./helpers');
+const { $as, runFlow, deferred, IMPL, T } = require('./helpers');
 
 test('execute() runs the first step synchronously', T, async () => {
     const trace = [];
@@ -224,4 +224,24 @@ test('execute() runs its own flow only: a flow an external success() resumed wai
     x.execute();
     await done.promise;
     assert.deepStrictEqual(trace, ['X resumed', 'B1', 'B2', 'B executed', 'X2']);
+});
+
+test('a cancelled flow does not keep the process alive for its step timeout', T, () => {
+    // the host timer stayed armed for the cancelled deadline: the process
+    // waited it out (here ten minutes: the spawn's guard would end it)
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const r = $as();
+        r.add((as) => as.setTimeout(600000)).execute();
+        r.cancel();
+        const l = $as();
+        l.loop((as) => as.setTimeout(600000)).execute();
+        l.cancel();
+        process.on('exit', () => console.log('exited'));
+    `;
+    const res = require('child_process').spawnSync(process.execPath, ['-e', script], {
+        encoding: 'utf8', timeout: 120000,
+    });
+    assert.strictEqual(res.signal, null, res.stderr);
+    assert.strictEqual(res.stdout.trim(), 'exited');
 });
