@@ -82,8 +82,12 @@ class WrappedSteps extends AsyncSteps {
 }
 
 const wrap = (addr) => {
+    const a = address(addr, 'wrap()');
+    if (!mayBeObject(a)) {
+        throw new TypeError(`wrap(): 0x${a.toString(16)} is no FutoInAsyncSteps address`);
+    }
     const w = new WrappedSteps();
-    w._h = N.wrap(w, address(addr, 'wrap()'));
+    w._h = N.wrap(w, a);
     w._foreign = true; // every call goes to the wrapped flow at once
     if (reg.SH[3] === 1) {
         // a flow of the AsyncToolTest scheduler: newInstance() stays on it
@@ -93,7 +97,15 @@ const wrap = (addr) => {
     return w;
 };
 
-const isNative = (addr) => N.isNative(address(addr, 'isNative()'));
+/* whether `a` may be the address of an object at all, without reading it:
+ * the first 64 KiB are never mapped, objects are pointer-aligned, user
+ * space ends at 2^47 (x86-64) */
+const mayBeObject = (a) => a >= 0x10000n && a < 0x800000000000n && (a & 7n) === 0n;
+
+const isNative = (addr) => {
+    const a = address(addr, 'isNative()');
+    return mayBeObject(a) && N.isNative(a);
+};
 
 /**
  * The FutoInAsyncTool* driving JS flows (for C code of the same core build).

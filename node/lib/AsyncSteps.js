@@ -682,7 +682,8 @@ const copyModel = (target, other) => {
     if (!Array.isArray(ops)) {
         throw new TypeError('copyFrom() expects an AsyncSteps model');
     }
-    for (let i = 0; i < ops.length; i += 3) {
+    const n = ops.length; // copyFrom() of itself appends to this very array
+    for (let i = 0; i < n; i += 3) {
         const kind = ops[i];
         if (kind === Q_ADD) {
             target.add(ops[i + 1], ops[i + 2]);

@@ -534,3 +534,16 @@ test('successStep() before add() in a step: the first sub-step gets its values',
     });
     assert.deepStrictEqual(seen, [['first', 'abc', 2], ['second']]);
 });
+
+test('copyFrom() of a root itself doubles its steps', T, async () => {
+    // it walked the model while appending to it, until out of memory
+    const seen = [];
+    const r = $as();
+    r.add((as) => seen.push('step'));
+    r.copyFrom(r);
+    await new Promise((resolve) => {
+        r.add((as) => resolve());
+        r.execute();
+    });
+    assert.deepStrictEqual(seen, ['step', 'step']);
+});

@@ -320,5 +320,11 @@ if (isPolyglot) {
         assert.throws(() => native.symbol(1, 2), TypeError);
         assert.throws(() => native.binary({}), TypeError);
         assert.throws(() => $as().add(native.cstep(lib, 't_double'), (as, err) => {}), TypeError);
+        // addresses that can be no object were read: a crash
+        for (const bad of [1, 12345n, 0x100001n, 2n ** 60n]) {
+            assert.strictEqual(native.isNative(bad), false);
+            assert.throws(() => native.wrap(bad), TypeError);
+        }
+        assert.strictEqual(native.isNative(0), false);
     });
 }
