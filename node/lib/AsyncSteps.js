@@ -53,8 +53,15 @@ const { SH_OPS, SH_OPS_N, SH_NUM_N, OP_SUCCESS, OP_FOLLOW, OP_SYNC, THROTTLES } 
 const allocK = reg.allocK;
 const SLOT_MASK = SLOT - 1;
 let LIVE = null; // reg.LIVE, once init() ran
+let GENS = null; // reg.GENS
 /* a handle whose step, root or parallel object has not ended */
 const isLive = (h) => LIVE[h & SLOT_MASK] === h;
+/* a step interface still names its step: the handle's generation bits wrap
+ * after 2048 reuses of the slot, the slot's use count does not */
+const isLiveAs = (as) => {
+    const h = as._h;
+    return LIVE[h & SLOT_MASK] === h && GENS[h & SLOT_MASK] === as._g;
+};
 const queue = reg.queue;
 
 // the handle of the step whose callback runs now (its calls are queued),
@@ -71,7 +78,7 @@ const STALE = 'InternalError: Unexpected call, object is out of service';
  * the same sequence is out of bounds (parallel branches are sequences of
  * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
-    checkActive(asp._h);
+    checkActiveAs(asp);
     if (CUR_ROOT === asp._root && CUR_ROOT !== null) {
         if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && N.rootId(asp._h) === N.rootId(CUR)) {
             const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)', true);
@@ -189,6 +196,12 @@ const deferRaise = (root, e, kind, code, info) => {
 /* a call on the interface of a step that ended throws, state untouched */
 const checkActive = (h) => {
     if (h !== CUR ? !isLive(h) : h === CANCELLED_H) {
+        throw new Error(STALE);
+    }
+};
+
+const checkActiveAs = (as) => {
+    if (as._h !== CUR ? !isLiveAs(as) : as._h === CANCELLED_H) {
         throw new Error(STALE);
     }
 };
@@ -360,7 +373,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
     promise.then(
         (result) => {
             if (step_as) {
-                if (isLive(step_as._h)) {
+                if (isLiveAs(step_as)) {
                     // the flow goes on in this promise reaction, as in
                     // futoin-asyncsteps, not a loop turn (or test event) later
                     goOn(root, N.awaited(step_as._h, result));
@@ -373,7 +386,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
         },
         (reason) => {
             if (step_as) {
-                if (isLive(step_as._h)) {
+                if (isLiveAs(step_as)) {
                     awaitFailed(root, step_as, reason);
                     // its handlers run now, as for a result
                     goOn(root, !root._foreign && root._h !== undefined && N.flowNow(root._h));
@@ -423,6 +436,7 @@ class AsyncStepProtector {
     constructor(root, h) {
         this._root = root;
         this._h = h;
+        this._g = GENS[h & SLOT_MASK];
         this._f = 0;
         this._next = null;
     }
@@ -430,7 +444,7 @@ class AsyncStepProtector {
     /* the flow's state while the step runs or waits, null once it ended
      * (its handle freed, or success() called), as futoin-asyncsteps' _cleanup() */
     get state() {
-        return isLive(this._h) && (this._f & F_DONE) === 0 && this._h !== CANCELLED_H ? this._root.state : null;
+        return isLiveAs(this) && (this._f & F_DONE) === 0 && this._h !== CANCELLED_H ? this._root.state : null;
     }
 
     set state(value) {
@@ -473,6 +487,9 @@ class AsyncStepProtector {
 
     success(...args) {
         sanity(this);
+        if (this._h !== CUR && !isLiveAs(this)) {
+            throw new Error(STALE); // production too: never another step of that slot
+        }
         if (this._f & F_ADDED) {
             this.error('InternalError', 'Invalid success() call');
         }
@@ -482,6 +499,9 @@ class AsyncStepProtector {
 
     error(name, error_info) {
         sanity(this);
+        if (this._h !== CUR && !isLiveAs(this)) {
+            throw new Error(STALE);
+        }
         raise(this._root, this._h, name, error_info);
     }
 
@@ -501,7 +521,7 @@ class AsyncStepProtector {
         if (typeof oncancel !== 'function') {
             throw new TypeError('setCancel() expects a function');
         }
-        if (this._h !== CUR ? !isLive(this._h) : this._h === CANCELLED_H) {
+        if (this._h !== CUR ? !isLiveAs(this) : this._h === CANCELLED_H) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         }
         const k = register(oncancel, undefined);
@@ -519,7 +539,7 @@ class AsyncStepProtector {
             if (this._h !== CANCELLED_H) {
                 queue(CUR, OP_WAIT, 0, 0);
             }
-        } else if (!isLive(this._h)) {
+        } else if (!isLiveAs(this)) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         } else {
             N.waitExternal(this._h);
@@ -575,7 +595,7 @@ class AsyncStepProtector {
     _loopCtl(label, code, kind) {
         sanity(this);
         label = labelKey(label);
-        checkActive(this._h);
+        checkActiveAs(this);
         const e = new Error(code);
         // a loop that takes it leaves no exception behind, as in futoin-asyncsteps
         this._root.state.last_exception = null;
@@ -1424,7 +1444,7 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
 
 const onThrow = (root, as, e) => {
     as._f |= F_DONE;
-    if (as._h === CANCELLED_H || !isLive(as._h)) {
+    if (as._h === CANCELLED_H || !isLiveAs(as)) {
         // its flow was cancelled meanwhile: nothing handles it, as in futoin-asyncsteps
         CANCELLED_H = -1;
         if (e !== root._raised) {
@@ -1642,6 +1662,7 @@ const drainHost = (test) => {
 
 reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, isProduction, HOST_ARGS));
 LIVE = reg.LIVE;
+GENS = reg.GENS;
 reg.drainHost = drainHost;
 /* roots whose flows an event made ready to go on before it ends */
 reg.afterEvent = [];

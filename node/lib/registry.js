@@ -143,6 +143,7 @@ reg.queueSuccess = (h, args) => {
 reg.initShared = (SH) => {
     reg.SH = SH;
     reg.LIVE = SH.live; // by slot: the live handle in it, else 0
+    reg.GENS = SH.gens; // by slot: how often it was handed out
     reg.nums = new Float64Array(SH.buffer, SH_NUM * 4, SH_NUM_CAP);
 };
 

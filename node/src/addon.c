@@ -69,6 +69,7 @@ static void env_cleanup(void* arg)
      * tools and the table stay allocated for them (one set per worker), the
      * live table is V8's and may be gone */
     e->live = NULL;
+    e->gens = NULL;
     if (tl_env == e) {
         tl_env = NULL;
     }
@@ -118,6 +119,11 @@ static napi_value n_init(napi_env env, napi_callback_info info)
     NAPI_OK(napi_create_reference(env, lab, 1, &e->live_ref));
     NAPI_OK(napi_set_named_property(env, arr, "live", larr));
     e->live = data;
+    NAPI_OK(napi_create_arraybuffer(env, JH_SLOTS * sizeof(uint32_t), &data, &lab));
+    NAPI_OK(napi_create_typedarray(env, napi_uint32_array, JH_SLOTS, lab, 0, &larr));
+    NAPI_OK(napi_create_reference(env, lab, 1, &e->gens_ref));
+    NAPI_OK(napi_set_named_property(env, arr, "gens", larr));
+    e->gens = data;
     for (uint32_t s = 1; s < e->nslots; ++s) {
         if (e->slots[s].kind != HK_FREE) {
             e->live[s] = (int32_t)(e->slots[s].gen << JH_SLOT_BITS | s);

@@ -167,7 +167,9 @@ struct jsenv
     int32_t* sh; /* the shared Int32Array (SH_*) */
     napi_ref sh_ref;
     int32_t* live; /* by slot: the id of the live handle in it, else 0 */
+    uint32_t* gens; /* by slot: how often it was handed out (JS tells a kept interface from a reuse) */
     napi_ref live_ref;
+    napi_ref gens_ref;
     jroot* free_roots; /* finished roots kept for reuse */
     uint32_t nfree_roots;
     uint32_t* spill;

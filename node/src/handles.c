@@ -50,6 +50,7 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
     h->next_free = 0;
     if (e->live) {
         e->live[s] = (int32_t)(h->gen << SLOT_BITS | s);
+        ++e->gens[s]; /* the handle's 11 generation bits come back after 2048 reuses */
     }
     return s;
 }

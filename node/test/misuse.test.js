@@ -355,3 +355,35 @@ test('what a step throws after root.cancel() inside it ends nowhere but in last_
     });
     assert.deepStrictEqual(trace, []);
 });
+
+test('a step interface kept after its step ended never names a later step', T, async () => {
+    // a handle's generation bits came back after 2048 reuses of its slot:
+    // the kept interface of a timed-out step completed another flow's step
+    let late = null;
+    const first = new Promise((resolve) => {
+        $as().add((as) => {
+            as.setTimeout(1);
+            late = (v) => {
+                if (as.state) {
+                    as.success(v);
+                    return true;
+                }
+                return false;
+            };
+        }, (as, err) => resolve(err)).execute();
+    });
+    assert.strictEqual(await first, 'Timeout');
+    let revived = 0;
+    const got = [];
+    for (let i = 1; i < 100000 && !revived; ++i) {
+        const r = $as();
+        r.add((as) => as.waitExternal()).add((as, v) => got.push(v));
+        r.execute();
+        if (late('reply meant for the first flow')) {
+            revived = i;
+        }
+        r.cancel();
+    }
+    assert.strictEqual(revived, 0);
+    assert.deepStrictEqual(got, []);
+});
