@@ -28,6 +28,7 @@ const F_DONE = 4;
 const F_BATCH = 128; // a batch of steps ran: BATCH more than one (JS_F_BATCH)
 const F_MERGED = 256; // JS only: its one sub-step ran as part of its step (mergeInner)
 const F_ITERS = 1024; // a loop body ran SH_ITER more iterations of its loop (JS_F_ITERS)
+const F_OUT = 8192; // JS only: a cancel handler's interface, its step completes no more
 
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
@@ -206,7 +207,18 @@ const checkActiveAs = (as) => {
     }
 };
 
-const infoArg = (error_info) => (error_info === undefined || error_info === null ? undefined : String(error_info));
+/* error_info for C: as a string, even when its conversion throws (the
+ * state keeps the value itself, as futoin-asyncsteps) */
+const infoArg = (error_info) => {
+    if (error_info === undefined || error_info === null) {
+        return undefined;
+    }
+    try {
+        return String(error_info);
+    } catch (e) {
+        return '[object]';
+    }
+};
 
 /* error(name, info) of a step: state first, then throw, as
  * futoin-asyncsteps does; from outside a callback the error is raised at once */
@@ -487,8 +499,10 @@ class AsyncStepProtector {
 
     success(...args) {
         sanity(this);
-        if (this._h !== CUR && !isLiveAs(this)) {
-            throw new Error(STALE); // production too: never another step of that slot
+        if (this._h !== CUR && ((this._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(this))) {
+            // completed already from outside, or cancelled, or ended; in
+            // production too: never another step of that slot
+            throw new Error(STALE);
         }
         if (this._f & F_ADDED) {
             this.error('InternalError', 'Invalid success() call');
@@ -499,7 +513,7 @@ class AsyncStepProtector {
 
     error(name, error_info) {
         sanity(this);
-        if (this._h !== CUR && !isLiveAs(this)) {
+        if (this._h !== CUR && ((this._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(this))) {
             throw new Error(STALE);
         }
         raise(this._root, this._h, name, error_info);
@@ -1443,6 +1457,7 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
 };
 
 const onThrow = (root, as, e) => {
+    const succeeded = (as._f & F_DONE) !== 0 && e !== root._raised;
     as._f |= F_DONE;
     if (as._h === CANCELLED_H || !isLiveAs(as)) {
         // its flow was cancelled meanwhile: nothing handles it, as in futoin-asyncsteps
@@ -1471,8 +1486,16 @@ const onThrow = (root, as, e) => {
         return;
     }
     root.state.last_exception = e;
+    if (succeeded) {
+        // thrown after its success(): the misuse C reports (InternalError),
+        // with the thrown value kept as last_exception
+        root.state.error_info = AFTER_SUCCESS;
+        errorInC(root, as._h, 'InternalError', AFTER_SUCCESS);
+        return;
+    }
     errorInC(root, as._h, errorCode(e), undefined);
 };
+const AFTER_SUCCESS = 'handle_error() after success()'; // core/src/steps.c
 
 /* func, called with `values` whatever it is handed */
 const withValues = (func, values) => function(as) {
@@ -1546,8 +1569,10 @@ const onError = (r, h, k, code, info) => {
 
 const onCancel = (r, h, k) => {
     const fn = FNS[k];
+    const as = new AsyncStepProtector(rootOf(r), h);
+    as._f = F_OUT;
     try {
-        fn(new AsyncStepProtector(rootOf(r), h));
+        fn(as);
     } catch (e) {
         // a cancel handler cannot fail the flow any more
         process.emitWarning(`futoin-polyglot: exception in a cancel handler: ${(e && e.stack) || e}`);

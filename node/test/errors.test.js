@@ -521,3 +521,15 @@ test('error() on a root whose flow waits fails that flow at its waiting step', T
     await new Promise((resolve) => setTimeout(resolve, 5));
     assert.deepStrictEqual(trace, ['handled MyError from outside']);
 });
+
+test('a throw after success() keeps the thrown value as last_exception', T, async () => {
+    const thrown = new Error('after success');
+    const r = $as();
+    r.add((as) => {
+        as.success(1);
+        throw thrown;
+    }, (as, err) => {});
+    r.execute();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.strictEqual(r.state.last_exception, thrown);
+});

@@ -387,3 +387,54 @@ test('a step interface kept after its step ended never names a later step', T, a
     assert.strictEqual(revived, 0);
     assert.deepStrictEqual(got, []);
 });
+
+test('a second completion from outside throws and changes nothing', T, async () => {
+    // it was accepted with a line on stderr, and an error() after it ran
+    // the next step inside the call
+    let S = null;
+    const seen = [];
+    const done = new Promise((resolve) => {
+        $as().add((as) => {
+            S = as;
+            as.waitExternal();
+        }, (as, err) => seen.push(`handler ${err}`)).add((as, v) => {
+            seen.push(`next ${v}`);
+            resolve();
+        }).execute();
+    });
+    S.success(1);
+    assert.throws(() => S.success(2), /InternalError/);
+    assert.throws(() => S.error('Late'), /InternalError/);
+    assert.deepStrictEqual(seen, []);
+    await done;
+    assert.deepStrictEqual(seen, ['next 1']);
+});
+
+test('success() or error() inside a cancel handler throws', T, async () => {
+    const seen = [];
+    const r = $as();
+    r.add((as) => {
+        as.setCancel((as) => {
+            for (const call of [() => as.success(), () => as.error('InCancel')]) {
+                try {
+                    call();
+                    seen.push('accepted');
+                } catch (e) {
+                    seen.push(e.message);
+                }
+            }
+        });
+    }).add((as) => seen.push('next'));
+    r.execute();
+    r.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.strictEqual(seen.length, 2);
+    assert.ok(seen.every((m) => /InternalError/.test(m)), seen.join());
+});
+
+test('error() with an error_info whose conversion throws still fails the step', T, async () => {
+    const odd = Object.create(null);
+    const r = await runFlow((as) => as.error('Odd', odd));
+    assert.strictEqual(r.err, 'Odd');
+    assert.strictEqual(r.state.error_info, odd);
+});
