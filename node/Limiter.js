@@ -16,7 +16,9 @@ const opt = (options, name, dflt) => {
     if (typeof v !== 'number' || !(v >= 0)) {
         throw new TypeError(`Limiter option ${name} must be a non-negative number`);
     }
-    return v;
+    // counts are compared as `n < max` there (1.5 lets 2 in); a period past
+    // a 32-bit signed int is 1 ms on Node's timers
+    return name === 'period_ms' ? (v > 0x7fffffff ? 1 : v) : Math.ceil(v);
 };
 
 /* a Limiter's parts as futoin-asyncsteps shows them: settings and live counts */

@@ -6,11 +6,11 @@
  * DefenseRejected.
  */
 
-const { NativeSync, N, onTestTool, queueLimit, positive, mutexFields } = require('./lib/syncobj');
+const { NativeSync, N, onTestTool, queueLimit, count, mutexFields } = require('./lib/syncobj');
 
 class Mutex extends NativeSync {
     constructor(max = 1, max_queue = null) {
-        super(N.mutexNew(onTestTool(), positive(max, 'max'), queueLimit(max_queue)));
+        super(N.mutexNew(onTestTool(), count(max, 'max'), queueLimit(max_queue)));
         this._max = max;
         this._max_queue = max_queue;
     }

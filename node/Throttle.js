@@ -5,7 +5,7 @@
  * queue of at most `max_queue` (null: unlimited) or get DefenseRejected.
  */
 
-const { NativeSync, N, onTestTool, queueLimit, positive, throttleFields } = require('./lib/syncobj');
+const { NativeSync, N, onTestTool, queueLimit, count, period, throttleFields } = require('./lib/syncobj');
 const reg = require('./lib/registry');
 
 class Throttle extends NativeSync {
@@ -13,7 +13,7 @@ class Throttle extends NativeSync {
         if (max === undefined) {
             throw new TypeError('Throttle(max, period_ms, max_queue): max is required');
         }
-        super(N.throttleNew(onTestTool(), positive(max, 'max'), positive(period_ms, 'period_ms'),
+        super(N.throttleNew(onTestTool(), count(max, 'max'), period(period_ms, 'period_ms'),
             queueLimit(max_queue)));
         if (this._sid !== 0) {
             reg.THROTTLES[this._sid] = true; // nothing to unlock: mergeInner may enter it at once

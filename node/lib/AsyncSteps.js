@@ -275,15 +275,27 @@ const msOf = (ms) => {
     if (typeof n !== 'number') {
         throw new TypeError('setTimeout() expects milliseconds');
     }
-    return n;
+    return n > 0x7fffffff ? timeoutOverflow(n) : n;
+};
+
+/* past a 32-bit signed int Node's timers (so futoin-asyncsteps' timeouts)
+ * take 1 ms, with this warning */
+const timeoutOverflow = (n) => {
+    process.emitWarning(`${n} does not fit into a 32-bit signed integer.\nTimeout duration was set to 1.`,
+        'TimeoutOverflowWarning');
+    return 1;
 };
 
 /* repeat(count): futoin-asyncsteps runs the body while `i < count`, so a
  * numeric string counts and 2.5 means 3; what is no number would never end
  * there and is refused here */
 const countOf = (count) => {
-    const n = numArg(count);
-    if (typeof n !== 'number' || Number.isNaN(n)) {
+    // there the body runs until `i >= count`: a BigInt, a boolean, null or a
+    // numeric (also empty) string compare as their number
+    const t = typeof count;
+    const n = t === 'number' ? count
+        : t === 'bigint' || t === 'boolean' || t === 'string' || count === null ? Number(count) : NaN;
+    if (Number.isNaN(n)) {
         throw new TypeError('repeat() expects a count');
     }
     return n > 0 ? Math.ceil(n) : 0;

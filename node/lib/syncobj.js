@@ -88,7 +88,7 @@ const queueLimit = (max_queue) => {
     if (typeof max_queue !== 'number' || !(max_queue >= 0)) {
         throw new TypeError('max_queue must be a non-negative number or null');
     }
-    return max_queue;
+    return Math.ceil(max_queue); // a queue of 1.5 takes 2 there (`length >= max_queue` rejects)
 };
 
 const positive = (v, what) => {
@@ -99,4 +99,19 @@ const positive = (v, what) => {
     return v;
 };
 
-module.exports = { NativeSync, N, onTestTool, queueLimit, positive, mutexFields, throttleFields };
+/* a number of flows or entries: compared as `count < max` there, so 1.5 lets 2 in */
+const count = (v, what) => Math.ceil(positive(v, what));
+
+/* a period: futoin-asyncsteps runs it on Node's timers, where past a 32-bit
+ * signed int it is 1 ms (with this warning) */
+const period = (v, what) => {
+    v = positive(v, what);
+    if (v > 0x7fffffff) {
+        process.emitWarning(`${v} does not fit into a 32-bit signed integer.\nTimeout duration was set to 1.`,
+            'TimeoutOverflowWarning');
+        return 1;
+    }
+    return v;
+};
+
+module.exports = { NativeSync, N, onTestTool, queueLimit, positive, count, period, mutexFields, throttleFields };

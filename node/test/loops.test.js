@@ -425,3 +425,17 @@ test('loop labels of any type match by identity', T, async () => {
         }
     }
 });
+
+test('repeat() takes a BigInt, a boolean, null and the empty string as `i >= count` does', T, async () => {
+    const counts = [];
+    for (const count of [10n, true, null, '', ' 2 ']) {
+        let n = 0;
+        await new Promise((resolve) => {
+            $as().repeat(count, (as) => {
+                ++n;
+            }).add((as) => resolve()).execute();
+        });
+        counts.push(n);
+    }
+    assert.deepStrictEqual(counts, [10, 1, 0, 0, 2]);
+});

@@ -245,3 +245,18 @@ test('a cancelled flow does not keep the process alive for its step timeout', T,
     assert.strictEqual(res.signal, null, res.stderr);
     assert.strictEqual(res.stdout.trim(), 'exited');
 });
+
+test('a step timeout past a 32-bit signed int is 1 ms, as on Node\'s timers', T, async () => {
+    // it was clamped to 2^31-1 ms: the flow waited about 25 days
+    const warned = [];
+    const onWarning = (w) => warned.push(w.name);
+    process.on('warning', onWarning);
+    try {
+        const r = await runFlow((as) => as.add((as) => as.setTimeout(Infinity)));
+        assert.strictEqual(r.err, 'Timeout');
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.ok(warned.includes('TimeoutOverflowWarning'), warned.join());
+    } finally {
+        process.off('warning', onWarning);
+    }
+});
