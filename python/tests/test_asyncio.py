@@ -527,3 +527,28 @@ def test_root_cancelled_inside_its_first_burst_cancels_its_promise(arun):
         return fut.cancelled(), len(fp._running), len(fp._promised)
 
     assert arun(main()) == (True, 0, 0)
+
+
+def test_flows_left_waiting_by_asyncio_run_are_cancelled_with_its_loop(arun):
+    # they stayed registered as running with their closures and state, and
+    # their cancel handlers never ran (asyncio.run() cancels leftover tasks)
+    import futoin_polyglot
+
+    cancelled = []
+    keys = []
+
+    async def leave_one_waiting():
+        root = AsyncSteps()
+        root.add(lambda as_: as_.set_cancel(lambda as_: cancelled.append(True)))
+        root.add(lambda as_: pytest.fail("went on after its loop closed"))
+        root.promise()
+        keys.append(id(root))
+
+    async def next_loop():
+        return await AsyncSteps().add(lambda as_: as_.success("next loop"))
+
+    asyncio.run(leave_one_waiting())
+    assert cancelled == []
+    assert arun(next_loop()) == "next loop"
+    assert cancelled == [True]
+    assert keys[0] not in futoin_polyglot._running

@@ -123,6 +123,11 @@ def _drop_closed_drivers() -> None:
     for loop, driver in list(_drivers.items()):
         if loop.is_closed():
             del _drivers[loop]
+            # its flows still waiting go as asyncio.run() cancels its tasks:
+            # their cancel handlers run, their roots are let go
+            for key, root in list(_running.items()):
+                if root._tool is driver.tool and root.is_same_thread():
+                    root.cancel()
             driver.close()
             if _last_driver is driver:
                 _last_driver = None
@@ -239,7 +244,7 @@ class AsyncSteps(AsyncStepsBase):
             if key in _in_run:
                 _in_run[key] = True
             fut = _promised.pop(key, None)
-            if fut is not None and not fut.done():
+            if fut is not None and not fut.done() and not fut.get_loop().is_closed():
                 fut.cancel()
 
     # -- Python-level parts of the API --
@@ -307,7 +312,8 @@ class AsyncSteps(AsyncStepsBase):
 
             def cancel(_as):
                 cancelled.append(True)
-                fut.cancel()
+                if not fut.get_loop().is_closed():  # a flow left behind by asyncio.run()
+                    fut.cancel()
 
             as_.set_cancel(cancel)
             fut.add_done_callback(done)
