@@ -132,6 +132,11 @@ BAD_CONSTRUCTORS = [
     ("wrap(Mutex()._sync)", lambda: wrap(Mutex(tool=Tool())._sync), TypeError),
     ("wrap(p, tool=5)", lambda: wrap(AsyncSteps(Tool()).binary(), tool=5), TypeError),
     ("Tool().advance(5)", lambda: Tool().advance(5), RuntimeError),
+    # wrapped around (the unsigned formats take -1 as 2^32-1; the clock wrapped)
+    ("Tool(burst=-1)", lambda: Tool(burst=-1), ValueError),
+    ("Tool(burst=2**32)", lambda: Tool(burst=2**32), ValueError),
+    ("Tool().iterate(-1)", lambda: Tool().iterate(-1), ValueError),
+    ("advance(2**64-10)", lambda: Tool(virtual_time=True).advance(2**64 - 10), ValueError),
     ("Tool(virtual_time=True).advance(-1)", lambda: Tool(virtual_time=True).advance(-1),
      (OverflowError, ValueError, TypeError)),
 ]
@@ -405,3 +410,15 @@ def test_exception_in_unhandled_error_callback_is_contained(virtual_tool, monkey
     after = AsyncSteps(virtual_tool)
     after.success_step("tool still works")
     assert after.run() == "tool still works"
+
+
+def test_step_handle_of_a_non_callable_raises_only_type_error(monkeypatch):
+    from futoin_polyglot import StepHandle
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u))
+    with pytest.raises(TypeError):
+        StepHandle(5)
+    import gc
+    gc.collect()
+    assert reported == []  # __del__ found no _owner: "Exception ignored" was printed

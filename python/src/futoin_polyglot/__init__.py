@@ -462,6 +462,7 @@ class StepHandle:
     handle alive until the step ran; ``close()`` releases it."""
 
     def __init__(self, func, tool=None):
+        self._owner = None  # close() from __del__ after a refused func
         _check_callable(func)
         self.execute_callback, self.data, self._owner = _step_handle(func, tool)
 

@@ -2090,12 +2090,25 @@ static void tool_wakeup(void* data)
     }
 }
 
+/* a count given as an int: 0 .. 2^32-1 (the "I" format wraps -1 around) */
+static int u32_of(long long v, const char* what, unsigned int* out)
+{
+    if (v < 0 || v > (long long)UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s must be between 0 and %u", what, UINT32_MAX);
+        return -1;
+    }
+    *out = (unsigned int)v;
+    return 0;
+}
+
 static PyObject* Tool_new(PyTypeObject* type, PyObject* args, PyObject* kw)
 {
     static char* kwlist[] = {"virtual_time", "burst", NULL};
     int virt = 0;
+    long long burst_ll = 0;
     unsigned int burst = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pI:Tool", kwlist, &virt, &burst)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pL:Tool", kwlist, &virt, &burst_ll)
+            || u32_of(burst_ll, "Tool(burst)", &burst)) {
         return NULL;
     }
     ToolObject* self = (ToolObject*)type->tp_alloc(type, 0);
@@ -2208,8 +2221,9 @@ static PyObject* Tool_run_loop(ToolObject* self)
 
 static PyObject* Tool_iterate(ToolObject* self, PyObject* args)
 {
+    long long max_ll = 0;
     unsigned int max = 0;
-    if (!PyArg_ParseTuple(args, "|I", &max)) {
+    if (!PyArg_ParseTuple(args, "|L", &max_ll) || u32_of(max_ll, "iterate(max_tasks)", &max)) {
         return NULL;
     }
     int64_t d = futoin_tool_iterate(self->tool, max);
@@ -2239,6 +2253,11 @@ static PyObject* Tool_advance(ToolObject* self, PyObject* arg)
     }
     if (!self->virtual_time) {
         PyErr_SetString(PyExc_RuntimeError, "advance() needs a tool in virtual time");
+        return NULL;
+    }
+    /* past 2^63 a deadline (now + up to 2^32 ms) could wrap around */
+    if (ms > (uint64_t)INT64_MAX - futoin_tool_now(self->tool)) {
+        PyErr_SetString(PyExc_ValueError, "advance(): the virtual clock would pass 2^63 ms");
         return NULL;
     }
     futoin_tool_advance(self->tool, ms);
