@@ -30,11 +30,62 @@ napi_value js_throw_error(napi_env env, const char* code, const char* msg)
     return NULL;
 }
 
+/* A second instance of the addon in the same thread (the package loaded
+ * again after require.cache was cleared: jest.resetModules(), hot reload)
+ * is a guest: its functions run with tl_env switched to its own state and
+ * back, so the first instance keeps working and pays nothing for it. */
+static _Thread_local jsenv* tl_registering;
+static _Thread_local jsenv* tl_first;
+
+jsenv* js_env_first(void)
+{
+    return tl_first;
+}
+
+typedef struct jfn
+{
+    napi_callback cb;
+    jsenv* e;
+} jfn;
+
+static napi_value guest_call(napi_env env, napi_callback_info info)
+{
+    void* data = NULL;
+    if (napi_get_cb_info(env, info, NULL, NULL, NULL, &data) != napi_ok || !data) {
+        return NULL;
+    }
+    jfn* f = data;
+    jsenv* prev = tl_env;
+    tl_env = f->e;
+    napi_value r = f->cb(env, info);
+    tl_env = prev;
+    return r;
+}
+
 napi_status js_set_fn(napi_env env, napi_value obj, const char* name, napi_callback cb)
 {
     napi_value f;
-    napi_status st = napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &f);
+    napi_status st;
+    jsenv* e = tl_registering;
+    if (e && e->guest) {
+        jfn* g = malloc(sizeof(jfn)); /* for the life of the process, as the instance */
+        if (!g) {
+            return napi_generic_failure;
+        }
+        g->cb = cb;
+        g->e = e;
+        st = napi_create_function(env, name, NAPI_AUTO_LENGTH, guest_call, g, &f);
+    } else {
+        st = napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &f);
+    }
     return st == napi_ok ? napi_set_named_property(env, obj, name, f) : st;
+}
+
+jsenv* js_env_switch(jsenv* e)
+{
+    jsenv* prev = tl_env;
+    tl_env = e;
+    return prev;
 }
 
 char* js_strdup(napi_env env, napi_value v)
@@ -72,6 +123,9 @@ static void env_cleanup(void* arg)
     e->gens = NULL;
     if (tl_env == e) {
         tl_env = NULL;
+    }
+    if (tl_first == e) {
+        tl_first = NULL;
     }
 }
 
@@ -140,6 +194,8 @@ static napi_value n_version(napi_env env, napi_callback_info info)
     return v;
 }
 
+static napi_value module_setup(napi_env env, napi_value exports, jsenv* e);
+
 static napi_value module_init(napi_env env, napi_value exports)
 {
     jsenv* e = calloc(1, sizeof(jsenv));
@@ -154,7 +210,24 @@ static napi_value module_init(napi_env env, napi_value exports)
     }
     futoin_tool_use_virtual_time(e->test_tool);
     e->test_sched = futoin_steps_new(e->test_tool);
-    tl_env = e;
+    jsenv* first = tl_first;
+    if (!first) {
+        tl_first = e;
+    } else {
+        e->guest = 1;
+        e->next_guest = first->next_guest; /* sync_finalize() looks guests up */
+        first->next_guest = e;
+    }
+    tl_env = e; /* while registering, calls act on this instance */
+    tl_registering = e;
+    napi_value out = module_setup(env, exports, e);
+    tl_registering = NULL;
+    tl_env = first ? first : e; /* the thread's first instance uses tl_env directly */
+    return out;
+}
+
+static napi_value module_setup(napi_env env, napi_value exports, jsenv* e)
+{
     napi_value res_name, res;
     NAPI_OK(napi_create_object(env, &res));
     NAPI_OK(napi_create_reference(env, res, 1, &e->resource));

@@ -168,6 +168,8 @@ struct jsenv
     napi_ref sh_ref;
     int32_t* live; /* by slot: the id of the live handle in it, else 0 */
     uint32_t* gens; /* by slot: how often it was handed out (JS tells a kept interface from a reuse) */
+    uint8_t guest;     /* not the thread's first instance of the addon (see js_set_fn) */
+    struct jsenv* next_guest;
     napi_ref live_ref;
     napi_ref gens_ref;
     jroot* free_roots; /* finished roots kept for reuse */
@@ -195,6 +197,10 @@ struct jsenv
 
 /* per-thread: one Node environment per JS thread */
 extern _Thread_local jsenv* tl_env;
+/* make `e` the current instance; returns the one before (guest instances) */
+jsenv* js_env_switch(jsenv* e);
+/* the thread's first instance; its next_guest list holds the others */
+jsenv* js_env_first(void);
 
 /* A handle scope costs an allocation; a run of dispatches inside one native
  * call or libuv callback shares one, renewed every 64 dispatches. Every

@@ -17,6 +17,7 @@ static void run_iterate(jsenv* e)
     if (napi_open_handle_scope(env, &hs) != napi_ok) {
         return;
     }
+    jsenv* prev = js_env_switch(e); /* a guest instance's turn */
     napi_value res;
     napi_callback_scope cs;
     int scoped = napi_get_reference_value(env, e->resource, &res) == napi_ok
@@ -30,6 +31,7 @@ static void run_iterate(jsenv* e)
          * other libuv callback of Node */
         napi_close_callback_scope(env, cs);
     }
+    js_env_switch(prev);
     napi_close_handle_scope(env, hs);
 }
 
@@ -46,7 +48,10 @@ static void drain_host(jsenv* e, FutoInAsyncTool* t)
     }
     napi_get_undefined(env, &undef);
     napi_get_boolean(env, t == e->test_tool, &arg);
-    if (napi_call_function(env, undef, f, 1, &arg, &ret) != napi_ok) {
+    jsenv* prev = js_env_switch(js_env_first()); /* as call_js() */
+    napi_status st = napi_call_function(env, undef, f, 1, &arg, &ret);
+    js_env_switch(prev);
+    if (st != napi_ok) {
         napi_value exc;
         napi_get_and_clear_last_exception(env, &exc); /* the dispatcher catches user code */
     }

@@ -163,7 +163,11 @@ static int32_t call_js(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, size_t argc
             e->lz.undef = undef;
         }
     }
+    /* JS (user code) may call any instance: the first one's functions take
+     * tl_env as theirs, a guest's switch for themselves */
+    jsenv* prev = js_env_switch(js_env_first());
     napi_status st = napi_call_function(env, undef, f, argc, argv, &ret);
+    js_env_switch(prev);
     if (st != napi_ok) {
         report_js_exception(env, bsi);
         return JS_F_DONE;

@@ -46,12 +46,15 @@ FutoInSync* js_sync_by_id(jsenv* e, uint32_t id)
 static void sync_finalize(napi_env env, void* data, void* hint)
 {
     (void)env;
-    jsenv* e = tl_env;
     uint32_t id = (uint32_t)(uintptr_t)hint;
-    if (e && id && id < e->nsyncs && e->syncs[id] == data) {
-        e->syncs[id] = NULL;
-        e->sync_next[id] = e->free_sync;
-        e->free_sync = id + 1;
+    /* the instance that made it: the thread's first, or a guest of it */
+    for (jsenv* e = js_env_first(); e; e = e->next_guest) {
+        if (id && id < e->nsyncs && e->syncs[id] == data) {
+            e->syncs[id] = NULL;
+            e->sync_next[id] = e->free_sync;
+            e->free_sync = id + 1;
+            break;
+        }
     }
     futoin_sync_free(data);
 }

@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, deferred, onTestTool, T } = require('./helpers');
+const { $as, IMPL, runFlow, deferred, onTestTool, T } = require('./helpers');
 
 test('root methods chain: each returns the root', () => {
     const root = $as();
@@ -546,4 +546,32 @@ test('copyFrom() of a root itself doubles its steps', T, async () => {
         r.execute();
     });
     assert.deepStrictEqual(seen, ['step', 'step']);
+});
+
+test('the package loaded again (require.cache cleared) leaves the first instance working', T, () => {
+    // the second load took the thread's addon state over: the first
+    // instance's flows never ran
+    const script = `
+        const load = () => {
+            for (const k of Object.keys(require.cache)) {
+                if (k.startsWith(${JSON.stringify(IMPL)})) delete require.cache[k];
+            }
+            return require(${JSON.stringify(IMPL)});
+        };
+        const a = load();
+        const b = load();
+        const out = [];
+        let S;
+        a().add((as) => { S = as; as.waitExternal(); }).add((as, v) => out.push('a ' + v)).execute();
+        b().add((as) => { as.waitExternal(); setTimeout(() => as.success(2), 1); })
+            .add((as, v) => { out.push('b ' + v); S.success(1); }).execute();
+        const m = new a.Mutex();
+        a().sync(m, (as) => out.push('a mutex')).execute();
+        setTimeout(() => console.log(out.join()), 20);
+    `;
+    const res = require('child_process').spawnSync(process.execPath, ['-e', script], {
+        encoding: 'utf8', timeout: 120000,
+    });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.strictEqual(res.stdout.trim(), 'a mutex,b 2,a 1');
 });
