@@ -252,13 +252,9 @@ static void branch_release(fstrand* b)
 
 /* A strand torn down while its step waits for the host to take it (a
  * branch whose sibling failed) leaves the host queue: its step never runs. */
-static void host_unqueue(fstrand* st)
+/* take st (after prev, NULL: the head) off the host queue */
+static void host_unlink(FutoInAsyncTool* t, fstrand* prev, fstrand* st)
 {
-    FutoInAsyncTool* t = st->flow->tool;
-    fstrand* prev = NULL;
-    for (fstrand* q = t->host_head; q && q != st; q = q->host_next) {
-        prev = q;
-    }
     if (prev) {
         prev->host_next = st->host_next;
     } else {
@@ -270,6 +266,16 @@ static void host_unqueue(fstrand* st)
     st->host_next = NULL;
     st->in_host_q = 0;
     --st->flow->host_queued;
+}
+
+static void host_unqueue(fstrand* st)
+{
+    FutoInAsyncTool* t = st->flow->tool;
+    fstrand* prev = NULL;
+    for (fstrand* q = t->host_head; q && q != st; q = q->host_next) {
+        prev = q;
+    }
+    host_unlink(t, prev, st);
     --st->flow->depth; /* as host_done() would have */
     fargs_reset(&st->host_args);
 }
@@ -1371,21 +1377,11 @@ int futoin_tool_host_pending(FutoInAsyncTool* t)
     return t && t->host_head;
 }
 
-/* take st (after prev, NULL: the head) off the host queue */
+/* the host takes st's step (st after prev, NULL: the head) */
 static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* prev, fstrand* st, void** data,
                                    const FutoInArgs** args)
 {
-    if (prev) {
-        prev->host_next = st->host_next;
-    } else {
-        t->host_head = st->host_next;
-    }
-    if (t->host_tail == st) {
-        t->host_tail = prev;
-    }
-    st->host_next = NULL;
-    st->in_host_q = 0;
-    --st->flow->host_queued;
+    host_unlink(t, prev, st);
     ++t->host_active;
     fstep* c = st->top;
     if (data) {
