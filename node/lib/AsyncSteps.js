@@ -201,6 +201,11 @@ const checkActive = (h) => {
     }
 };
 
+/* success()/error() from outside its callback on a step completed already
+ * from outside, cancelled, or ended (production too: never another step of
+ * the slot) */
+const outOfService = (as) => as._h !== CUR && ((as._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(as));
+
 const checkActiveAs = (as) => {
     if (as._h !== CUR ? !isLiveAs(as) : as._h === CANCELLED_H) {
         throw new Error(STALE);
@@ -511,9 +516,7 @@ class AsyncStepProtector {
 
     success(...args) {
         sanity(this);
-        if (this._h !== CUR && ((this._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(this))) {
-            // completed already from outside, or cancelled, or ended; in
-            // production too: never another step of that slot
+        if (outOfService(this)) {
             throw new Error(STALE);
         }
         if (this._f & F_ADDED) {
@@ -525,7 +528,7 @@ class AsyncStepProtector {
 
     error(name, error_info) {
         sanity(this);
-        if (this._h !== CUR && ((this._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(this))) {
+        if (outOfService(this)) {
             throw new Error(STALE);
         }
         raise(this._root, this._h, name, error_info);
