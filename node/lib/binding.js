@@ -11,7 +11,12 @@ const file = process.env.FUTOIN_POLYGLOT_ADDON || path.join(__dirname, '..', 'bu
 
 let binding;
 try {
-    binding = require(file);
+    // not require(): each JS instance of the package (loaded again after
+    // require.cache was cleared, maybe only in part) gets an addon instance
+    // of its own, whose init() it calls once
+    const m = { exports: {} };
+    process.dlopen(m, file);
+    binding = m.exports;
 } catch (e) {
     e.message = `futoin-polyglot: the native addon is not built (run "npm run build" in ${
         path.join(__dirname, '..')}): ${e.message}`;
