@@ -5,7 +5,7 @@ import asyncio
 import gc
 import weakref
 
-from futoin_polyglot import AsyncSteps, FutoInError
+from futoin_polyglot import AsyncSteps, FutoInError, Tool
 
 
 def test_awaited_roots_are_freed():
@@ -94,3 +94,22 @@ def test_roots_in_their_own_closures_or_state_are_collected(arun):
         return _live_roots() - before
 
     assert arun(main()) <= 2
+
+
+def test_roots_held_by_their_parallel_branches_are_collected():
+    # a branch's callback is kept in the parallel step's memory, which the
+    # GC did not see: a root its branches refer to was never collected
+    tool = Tool(virtual_time=True)
+
+    def build(run):
+        r = AsyncSteps(tool)
+        p = r.parallel()
+        p.add(lambda as_: r.state)
+        p.add(lambda as_: as_.success(r is not None))
+        if run:
+            r.run()
+        return weakref.ref(r)
+
+    refs = [build(i % 2 == 0) for i in range(100)]
+    gc.collect()
+    assert sum(w() is not None for w in refs) == 0

@@ -227,6 +227,7 @@ typedef struct StepsObject
     int in_cb;        /* inside this step's execute/error callback */
     struct viewlink* link; /* a step view kept past its callback: told when its step ends */
     int went_on;      /* in its callback: success(), add() ... (an error handler recovered) */
+    struct StepsObject* par_root; /* a root-level parallel's view: the root its branches' callbacks are listed on */
     PyObject* model;  /* roots: recorded root-level adds (copy_from) */
     PyObject* weakrefs;
 } StepsObject;
@@ -272,6 +273,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->owns = 0;
     v->in_cb = 0;
     v->went_on = 0;
+    v->par_root = NULL;
     v->link = NULL;
     v->model = NULL;
     v->weakrefs = NULL;
@@ -365,14 +367,16 @@ static int refers_to_nothing_of_its_own(PyObject* o)
 
 static void pyfrag_hold(StepsObject* self, FutoInAsyncSteps* owner, pyfrag* f)
 {
-    if (f && self->owns && owner == self->bsi
+    /* a root's own steps, and the branches of its root-level parallels */
+    StepsObject* root = self->owns ? self : self->par_root;
+    if (f && root && owner == self->bsi
             && !(refers_to_nothing_of_its_own(f->func) && refers_to_nothing_of_its_own(f->onerror))) {
-        f->next = self->frags;
+        f->next = root->frags;
         if (f->next) {
             f->next->pprev = &f->next;
         }
-        f->pprev = &self->frags;
-        self->frags = f;
+        f->pprev = &root->frags;
+        root->frags = f;
     }
 }
 
@@ -1014,6 +1018,10 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
     StepsObject* pv = view_new(p, self->tool);
     if (pv) {
         view_link(pv); /* the caller keeps it */
+        if (self->owns) {
+            pv->par_root = self;
+            Py_INCREF(self);
+        }
     }
     if (pv && self->model) {
         /* branches added to it are recorded in the root's model too */
@@ -1804,6 +1812,7 @@ static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
 {
     Py_VISIT(self->tool);
     Py_VISIT(self->model);
+    Py_VISIT(self->par_root);
     for (pyfrag* f = self->frags; f; f = f->next) {
         Py_VISIT(f->func);
         Py_VISIT(f->onerror);
@@ -1820,6 +1829,7 @@ static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
 static int Steps_clear(StepsObject* self)
 {
     Py_CLEAR(self->model);
+    Py_CLEAR(self->par_root);
     /* unreachable: its steps never run again (the root is freed next) */
     for (pyfrag* f = self->frags; f; f = f->next) {
         Py_CLEAR(f->func);
@@ -1861,6 +1871,7 @@ static void Steps_dealloc(StepsObject* self)
     }
     self->frags = NULL;
     Py_CLEAR(self->model);
+    Py_CLEAR(self->par_root);
     Py_CLEAR(self->tool);
     PyObject_GC_Del(self);
 }
