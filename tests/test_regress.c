@@ -512,6 +512,34 @@ static void cross_thread_success_out_of_memory_cleans_values(void** state)
     as->api->cancel(as);
 }
 
+/* 10. a loop whose label could not be copied (out of memory) was added
+ * without it: a break meant for it went past it */
+#define LONG_LABEL "a-loop-label-long-enough-to-need-its-own-block-of-memory-beyond-the-small-pooled-blocks"
+
+static void body10(FutoInAsyncSteps* bsi, void* d)
+{
+    (void)d;
+    trace("body");
+    bsi->api->breakLoop(bsi, LONG_LABEL);
+}
+
+static void loop_label_lost_to_oom_fails_the_flow(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, "warm", f_trace, NULL); /* the step pool has room now */
+    run_root();
+    trace_reset();
+    FutoInAllocator failing = {failing_malloc, failing_realloc, free};
+    futoin_set_allocator(&failing);
+    g_fail_allocs = 1;
+    as->api->loop(as, NULL, body10, LONG_LABEL);
+    g_fail_allocs = 0;
+    futoin_set_allocator(NULL);
+    run_root();
+    assert_trace("unhandled:InternalError:loop(): out of memory for its label");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +553,7 @@ int main(void)
             T(loop_only_slot_from_another_thread_is_only_reported),
             T(error_code_lost_to_oom_is_not_the_previous_one),
             T(cross_thread_success_out_of_memory_cleans_values),
+            T(loop_label_lost_to_oom_fails_the_flow),
     };
     return cmocka_run_group_tests_name("regress", tests, NULL, NULL);
 }

@@ -275,6 +275,13 @@ static void api_wait_external(FutoInAsyncSteps* bsi)
     s->flags |= F_WAIT;
 }
 
+static void loop_label_lost(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "loop(): out of memory for its label");
+}
+
 static fstep* add_loop(FutoInAsyncSteps* bsi, void* data, int kind, int has_f, const char* label)
 {
     fstep* s = live(bsi, kind == FK_LOOP ? "loop()" : "repeat()");
@@ -294,8 +301,13 @@ static fstep* add_loop(FutoInAsyncSteps* bsi, void* data, int kind, int has_f, c
         size_t n = strlen(label) + 1;
         char* copy = fstep_stack(c, n, NULL);
         if (!copy) {
+            /* without its label it would take breaks meant for an outer
+             * loop: it fails where it stands instead */
             feng_misuse(s, "out of memory");
-            return c;
+            c->kind = FK_STEP;
+            c->data = NULL;
+            c->fn.exec = loop_label_lost;
+            return NULL;
         }
         memcpy(copy, label, n);
         c->u.loop.label = copy;
