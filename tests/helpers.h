@@ -4,6 +4,10 @@
 #ifndef FUTOIN_TEST_HELPERS_H
 #define FUTOIN_TEST_HELPERS_H
 
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* dup(), dup2(), fileno(): stderr capture */
+#endif
+
 #include <futoin/core.h>
 
 #include <setjmp.h>
@@ -13,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -186,6 +191,34 @@ static FutoInArgs args0(void)
     FutoInArgs a;
     memset(&a, 0, sizeof(a));
     return a;
+}
+
+/* ---- what the library writes to stderr meanwhile ---- */
+
+static FILE* g_err_file;
+static int g_err_saved = -1;
+
+static void stderr_capture(void)
+{
+    fflush(stderr);
+    g_err_file = tmpfile();
+    assert_non_null(g_err_file);
+    g_err_saved = dup(2);
+    dup2(fileno(g_err_file), 2);
+}
+
+/* what was written meanwhile (static buffer) */
+static const char* stderr_captured(void)
+{
+    static char buf[1024];
+    fflush(stderr);
+    dup2(g_err_saved, 2);
+    close(g_err_saved);
+    rewind(g_err_file);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, g_err_file);
+    buf[n] = 0;
+    fclose(g_err_file);
+    return buf;
 }
 
 #endif

@@ -1,8 +1,6 @@
 /* Engine rules, measured: constant C stack for 10^6 iterations and 20,000
  * nested levels, no heap allocation per step in steady state, bursts, and no
  * inline continuation on external completion. */
-#include <string.h>
-
 #include "helpers.h"
 
 #include <pthread.h>

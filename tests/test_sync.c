@@ -2,10 +2,7 @@
  * used through addSync() (FTN12 sections 1.11, 2.3-2.5, 2.7.3). Everything
  * runs in virtual time: critical sections "take time" through sched_deferred
  * timers, so an overlap or a wrong entry time shows in the trace. */
-#define _POSIX_C_SOURCE 200809L /* dup(), dup2(), fileno(): stderr capture */
 #include "helpers.h"
-
-#include <unistd.h>
 
 /* ---- a flow that enters a critical section ---- */
 
@@ -1137,32 +1134,6 @@ static void sync_stats_show_who_is_inside_and_who_waits(void** state)
 }
 
 /* ---- stderr of a run, for what the engine reports there ---- */
-
-static FILE* g_err_file;
-static int g_err_saved = -1;
-
-static void stderr_capture(void)
-{
-    fflush(stderr);
-    g_err_file = tmpfile();
-    assert_non_null(g_err_file);
-    g_err_saved = dup(2);
-    dup2(fileno(g_err_file), 2);
-}
-
-/* what was written meanwhile (static buffer) */
-static const char* stderr_captured(void)
-{
-    static char buf[1024];
-    fflush(stderr);
-    dup2(g_err_saved, 2);
-    close(g_err_saved);
-    rewind(g_err_file);
-    size_t n = fread(buf, 1, sizeof(buf) - 1, g_err_file);
-    buf[n] = 0;
-    fclose(g_err_file);
-    return buf;
-}
 
 /* the flow's step: a timeout of 20 ms, then the section under f->sync */
 static void timed_flow_body(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
