@@ -1086,6 +1086,32 @@ static void post_runs_on_the_loop_thread(void** state)
     assert_int_equal(g_posted, 11);
 }
 
+static void post_again(void* data)
+{
+    ++*(int*)data;
+}
+
+static void post_from_a_post(void* data)
+{
+    ++*(int*)data;
+    assert_int_equal(futoin_tool_post(g_fx.tool, post_again, data), 0);
+}
+
+/* a post made by a post drained at futoin_tool_free() runs too (it was
+ * never run and leaked) */
+static void post_made_while_the_tool_is_freed_runs(void** state)
+{
+    (void)state;
+    static int n;
+    n = 0;
+    g_fx.root->api->free(g_fx.root);
+    g_fx.root = NULL;
+    assert_int_equal(futoin_tool_post(g_fx.tool, post_from_a_post, &n), 0);
+    futoin_tool_free(g_fx.tool);
+    g_fx.tool = NULL;
+    assert_int_equal(n, 2);
+}
+
 static void cross_thread_handle_error(void** state)
 {
     (void)state;
@@ -1222,6 +1248,7 @@ int main(void)
             T(host_run_spends_burst_and_follows),
             T(cross_thread_success_with_ref),
             T(post_runs_on_the_loop_thread),
+            T(post_made_while_the_tool_is_freed_runs),
             T(cross_thread_handle_error),
             T(cross_thread_unhandled_error),
             T(cross_thread_with_host_loop_hooks),

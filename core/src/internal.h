@@ -150,6 +150,7 @@ FTN_HIDDEN void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen);
 FTN_HIDDEN int ftool_is_loop_thread(FutoInAsyncTool* t);
 /* Queue a message from another thread; takes ownership of msg. */
 FTN_HIDDEN void ftool_post(FutoInAsyncTool* t, fpost* msg);
+FTN_HIDDEN void ftool_drop_posts(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_drain_posts(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_run_due_timers(FutoInAsyncTool* t, uint64_t now);
 FTN_HIDDEN void ftool_rearm(FutoInAsyncTool* t);

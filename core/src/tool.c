@@ -44,7 +44,12 @@ void futoin_tool_free(FutoInAsyncTool* t)
     if (!t) {
         return;
     }
-    ftool_drain_posts(t);
+    /* posts made by posts run too; a chain that never ends is cut (and the
+     * rest only freed) */
+    for (int round = 0; round < 100 && atomic_load_explicit(&t->has_posts, memory_order_acquire); ++round) {
+        ftool_drain_posts(t);
+    }
+    ftool_drop_posts(t);
     feng_tool_release(t);
     fpool_destroy(&t->timer_pool);
     fpool_destroy(&t->task_pool);
@@ -400,6 +405,30 @@ int futoin_tool_post(FutoInAsyncTool* t, void (*fn)(void* data), void* data)
     return 0;
 }
 
+static void post_free(fpost* m)
+{
+    fargs_reset(&m->args);
+    ftn_free(m->code);
+    ftn_free(m->info);
+    ftn_free(m);
+}
+
+/* posts left at free() past the rounds it runs: freed without running */
+void ftool_drop_posts(FutoInAsyncTool* t)
+{
+    pthread_mutex_lock(&t->lock);
+    fpost* list = t->posts;
+    t->posts = NULL;
+    t->posts_tail = &t->posts;
+    atomic_store_explicit(&t->has_posts, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&t->lock);
+    while (list) {
+        fpost* next = list->next;
+        post_free(list);
+        list = next;
+    }
+}
+
 void ftool_drain_posts(FutoInAsyncTool* t)
 {
     if (!atomic_load_explicit(&t->has_posts, memory_order_acquire)) {
@@ -414,10 +443,7 @@ void ftool_drain_posts(FutoInAsyncTool* t)
     while (list) {
         fpost* next = list->next;
         list->fn(list);
-        fargs_reset(&list->args);
-        ftn_free(list->code);
-        ftn_free(list->info);
-        ftn_free(list);
+        post_free(list);
         list = next;
     }
 }

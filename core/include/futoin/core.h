@@ -84,8 +84,9 @@ FUTOIN_API void futoin_tool_ref(FutoInAsyncTool* tool);
 FUTOIN_API void futoin_tool_unref(FutoInAsyncTool* tool);
 
 /* Runs fn(data) on the loop thread at its next turn (iterate, run), or at
- * the latest when the tool is freed; callable from any thread, waking a
- * sleeping run() or the host loop. 0, or -1 out of memory (fn never runs). */
+ * the latest when the tool is freed (also posts made meanwhile, up to 100
+ * rounds of them); callable from any thread, waking a sleeping run() or the
+ * host loop. 0, or -1 out of memory (fn never runs). */
 FUTOIN_API int futoin_tool_post(FutoInAsyncTool* tool, void (*fn)(void* data), void* data);
 
 /* Steps one flow may run before the next flow gets its turn (default 100). */
