@@ -4,6 +4,7 @@ awaited future, interleaving with asyncio I/O, many concurrent flows."""
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 
@@ -527,6 +528,36 @@ def test_root_cancelled_inside_its_first_burst_cancels_its_promise(arun):
         return fut.cancelled(), len(fp._running), len(fp._promised)
 
     assert arun(main()) == (True, 0, 0)
+
+
+def test_timers_stopped_after_their_loop_closed_report_nothing(arun, monkeypatch):
+    # stopping a step timeout or a Throttle period after asyncio.run() ended
+    # called the driver's arm hook on the closed loop ("Event loop is closed")
+    import gc
+
+    from futoin_polyglot import Throttle
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(repr(u.exc_value)))
+    box = {}
+
+    async def main():
+        def step(as_):
+            as_.set_timeout(100000)
+
+        AsyncSteps().add(step).execute()
+        box["throttle"] = Throttle(1, 100000)
+        await AsyncSteps().sync(box["throttle"], lambda as_: as_.success())
+
+    asyncio.run(main())
+    del box["throttle"]
+    gc.collect()
+
+    async def next_loop():
+        return await AsyncSteps().add(lambda as_: as_.success("next"))
+
+    assert arun(next_loop()) == "next"
+    assert reported == []
 
 
 def test_flows_left_waiting_by_asyncio_run_are_cancelled_with_its_loop(arun):

@@ -331,6 +331,34 @@ def test_keyboard_interrupt_outside_steps_leaves_run(virtual_tool, monkeypatch):
     assert AsyncSteps(virtual_tool).add(lambda as_: as_.success("again")).run() == "again"
 
 
+def test_keyboard_interrupt_in_a_cancel_handler_leaves_cancel(virtual_tool, monkeypatch):
+    """root.cancel() outside the loop kept it for the next, unrelated run()"""
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_type))
+
+    def interrupt(as_):
+        raise KeyboardInterrupt("x")
+
+    def waits(as_):
+        as_.wait_external()
+        as_.set_cancel(interrupt)
+
+    root = AsyncSteps(virtual_tool).add(waits)
+    root.execute()
+    virtual_tool.iterate()
+    with pytest.raises(KeyboardInterrupt):
+        root.cancel()
+    assert AsyncSteps(virtual_tool).add(lambda as_: as_.success(42)).run() == 42
+    # from a destructor it is reported, as Python reports one raised in __del__
+    root2 = AsyncSteps(virtual_tool)
+    root2.stack(8, lambda buf: sys.exit(3))
+    del root2
+    import gc
+    gc.collect()
+    assert reported == [SystemExit]
+    assert AsyncSteps(virtual_tool).add(lambda as_: as_.success(43)).run() == 43
+
+
 def test_unref_without_ref_is_a_runtime_error():
     tool = Tool(virtual_time=True)
     with pytest.raises(RuntimeError, match="without a ref"):

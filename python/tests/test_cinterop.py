@@ -177,6 +177,22 @@ def test_c_step_from_a_ctypes_function(virtual_tool):
     assert as_.run() == 42
 
 
+def test_c_step_keeps_its_ctypes_function_alive(virtual_tool):
+    # only its address was taken: a CFUNCTYPE thunk made for the step was
+    # freed, and the step ran whatever took its place
+    import gc
+
+    EXEC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    calls = []
+    step = CStep(EXEC(lambda b, d, a: calls.append("ran")))
+    gc.collect()
+    other = EXEC(lambda b, d, a: calls.append("another function"))
+    AsyncSteps(virtual_tool).add(step).execute()
+    virtual_tool.run()
+    assert calls == ["ran"]
+    del other
+
+
 def test_c_step_onerror_must_be_a_c_step():
     # a Python handler (or anything else) was taken and silently dropped
     for bad in (lambda as_, code: None, 5, "eh"):

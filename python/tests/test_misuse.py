@@ -27,6 +27,8 @@ BAD_CALLS = [
     ("add(f, bogus=1)", lambda a: a.add(noop, bogus=1), TypeError),
     ("parallel(5)", lambda a: a.parallel(5), TypeError),
     ("repeat(-1, f)", lambda a: a.repeat(-1, noop), ValueError),
+    ("repeat(2**63, f)", lambda a: a.repeat(2**63, noop), ValueError),  # was OverflowError
+    ("stack(2**63)", lambda a: a.stack(2**63), ValueError),  # was OverflowError
     ("repeat('x', f)", lambda a: a.repeat("x", noop), TypeError),
     ("repeat(1.5, f)", lambda a: a.repeat(1.5, noop), TypeError),
     ("repeat(2, None)", lambda a: a.repeat(2, None), TypeError),

@@ -82,6 +82,8 @@ class _AsyncioDriver:
         loop.add_reader(self._fd, self._on_wakeup)
 
     def _arm(self, delay: int) -> None:
+        if self.loop.is_closed():
+            return  # a timer stopped after asyncio.run() ended: nothing to arm
         if delay == 0:
             if self._soon is None:
                 self._soon = self.loop.call_soon(self._drive)
@@ -123,12 +125,12 @@ def _drop_closed_drivers() -> None:
     for loop, driver in list(_drivers.items()):
         if loop.is_closed():
             del _drivers[loop]
+            driver.close()
             # its flows still waiting go as asyncio.run() cancels its tasks:
             # their cancel handlers run, their roots are let go
             for key, root in list(_running.items()):
                 if root._tool is driver.tool and root.is_same_thread():
                     root.cancel()
-            driver.close()
             if _last_driver is driver:
                 _last_driver = None
 

@@ -1227,6 +1227,16 @@ static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
     return (PyObject*)self;
 }
 
+/* a count or size past Py_ssize_t is a bad value (ValueError), as a
+ * negative one is, not an arithmetic error */
+static void overflow_is_value_error(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError, "the number is too large");
+    }
+}
+
 static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
 {
     static char* kwlist[] = {"count", "func", "label", NULL};
@@ -1236,6 +1246,7 @@ static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
     const char* l;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "nO|O:repeat", kwlist, &count, &func, &label)
         || check_usable(self) || parse_label(label, &l)) {
+        overflow_is_value_error();
         return NULL;
     }
     if (count < 0) {
@@ -1408,6 +1419,7 @@ static PyObject* Steps_stack(StepsObject* self, PyObject* args, PyObject* kw)
     PyObject* cleanup = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "n|O:stack", kwlist, &size, &cleanup) || check_usable(self)
         || callable_or_none(cleanup, "cleanup")) {
+        overflow_is_value_error();
         return NULL;
     }
     if (size < 0) {
@@ -1549,7 +1561,11 @@ static PyObject* Steps_cancel(StepsObject* self, PyObject* unused)
     if (check_usable(self)) {
         return NULL;
     }
+    PyObject* before = g_fatal;
     self->bsi->api->cancel(self->bsi);
+    if (g_fatal != before && fatal_raise()) {
+        return NULL; /* a cancel handler's KeyboardInterrupt: from this call, not a later run() */
+    }
     Py_RETURN_NONE;
 }
 
@@ -1763,10 +1779,14 @@ static PyObject* Steps_is_same_thread(StepsObject* self, PyObject* unused)
 static PyObject* Steps_free(StepsObject* self, PyObject* unused)
 {
     (void)unused;
+    PyObject* before = g_fatal;
     if (self->bsi && self->owns) {
         self->bsi->api->free(self->bsi);
     }
     self->bsi = NULL;
+    if (g_fatal != before && fatal_raise()) {
+        return NULL; /* a cleanup's KeyboardInterrupt, from this call */
+    }
     Py_RETURN_NONE;
 }
 
@@ -1859,7 +1879,13 @@ static void Steps_dealloc(StepsObject* self)
         PyObject_ClearWeakRefs((PyObject*)self);
     }
     if (self->bsi && self->owns) {
+        PyObject* before = g_fatal;
         self->bsi->api->free(self->bsi); /* its steps' memory goes: they unlink */
+        if (g_fatal != before && fatal_raise()) {
+            /* a cleanup's KeyboardInterrupt: reported as from any __del__
+             * (with the tool: this object is half gone, its repr unsafe) */
+            PyErr_WriteUnraisable(self->tool);
+        }
     }
     /* a root freed later (its flow was inside a callback) keeps its steps:
      * they must not unlink from a list that is gone */
@@ -2001,6 +2027,9 @@ static int CStep_init(CStepObject* self, PyObject* args, PyObject* kw)
         }
         self->fn = PyLong_AsVoidPtr(value);
         Py_DECREF(value);
+        if (keep == Py_None) {
+            keep = addr; /* its code lives as long as the ctypes object (a CFUNCTYPE thunk) */
+        }
     } else {
         self->fn = PyLong_AsVoidPtr(addr);
     }
