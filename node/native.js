@@ -99,8 +99,9 @@ const wrap = (addr) => {
 
 /* whether `a` may be the address of an object at all, without reading it:
  * the first 64 KiB are never mapped, objects are pointer-aligned, user
- * space ends at 2^47 (x86-64) */
-const mayBeObject = (a) => a >= 0x10000n && a < 0x800000000000n && (a & 7n) === 0n;
+ * space ends at 2^47 on x86-64 (arm64 maps heaps higher) */
+const USER_END = process.arch === 'x64' ? 0x800000000000n : 1n << 64n;
+const mayBeObject = (a) => a >= 0x10000n && a < USER_END && (a & 7n) === 0n;
 
 const isNative = (addr) => {
     const a = address(addr, 'isNative()');

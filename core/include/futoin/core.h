@@ -112,6 +112,8 @@ typedef struct FutoInLoopHooks_
     void (*arm)(void* data, int64_t delay_ms);
     void (*wakeup)(void* data);
 } FutoInLoopHooks;
+/* Set NULL before the host loop goes away: a timer stopped outside a turn
+ * (a cancel() or free() from the host's code) calls arm() at once. */
 FUTOIN_API void futoin_tool_set_hooks(FutoInAsyncTool* tool, const FutoInLoopHooks* hooks);
 /* Non-blocking: runs due timers and at most `max_tasks` immediates (0 = the
  * ones ready at the call). Returns the delay in ms until the next work: 0
