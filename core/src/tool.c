@@ -413,8 +413,8 @@ static void post_free(fpost* m)
     ftn_free(m);
 }
 
-/* posts left at free() past the rounds it runs: freed without running */
-void ftool_drop_posts(FutoInAsyncTool* t)
+/* take every post (run each, or only free it) */
+static void posts_take(FutoInAsyncTool* t, int run)
 {
     pthread_mutex_lock(&t->lock);
     fpost* list = t->posts;
@@ -424,27 +424,24 @@ void ftool_drop_posts(FutoInAsyncTool* t)
     pthread_mutex_unlock(&t->lock);
     while (list) {
         fpost* next = list->next;
+        if (run) {
+            list->fn(list);
+        }
         post_free(list);
         list = next;
     }
 }
 
+/* posts left at free() past the rounds it runs: freed without running */
+void ftool_drop_posts(FutoInAsyncTool* t)
+{
+    posts_take(t, 0);
+}
+
 void ftool_drain_posts(FutoInAsyncTool* t)
 {
-    if (!atomic_load_explicit(&t->has_posts, memory_order_acquire)) {
-        return;
-    }
-    pthread_mutex_lock(&t->lock);
-    fpost* list = t->posts;
-    t->posts = NULL;
-    t->posts_tail = &t->posts;
-    atomic_store_explicit(&t->has_posts, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&t->lock);
-    while (list) {
-        fpost* next = list->next;
-        list->fn(list);
-        post_free(list);
-        list = next;
+    if (atomic_load_explicit(&t->has_posts, memory_order_acquire)) {
+        posts_take(t, 1);
     }
 }
 
