@@ -6,7 +6,7 @@
  */
 
 const { NativeSync, N, onTestTool, mutexFields, throttleFields } = require('./lib/syncobj');
-const { numArg } = require('./lib/common');
+const { numArg, timerMs } = require('./lib/common');
 
 const opt = (options, name, dflt) => {
     const v = numArg(options[name]);
@@ -16,9 +16,9 @@ const opt = (options, name, dflt) => {
     if (typeof v !== 'number' || !(v >= 0)) {
         throw new TypeError(`Limiter option ${name} must be a non-negative number`);
     }
-    // counts are compared as `n < max` there (1.5 lets 2 in); a period past
-    // a 32-bit signed int is 1 ms on Node's timers
-    return name === 'period_ms' ? (v > 0x7fffffff ? 1 : v) : Math.ceil(v);
+    // counts are compared as `n < max` there (1.5 lets 2 in); a period
+    // runs on Node's timers
+    return name === 'period_ms' ? timerMs(v) : Math.ceil(v);
 };
 
 /* a Limiter's parts as futoin-asyncsteps shows them: settings and live counts */

@@ -18,7 +18,7 @@ const N = require('./binding');
 const reg = require('./registry');
 const AsyncTool = require('./AsyncTool');
 const AsyncToolTest = require('./AsyncToolTest');
-const { isProduction, checkFunc, checkOnError, numArg } = require('./common');
+const { isProduction, checkFunc, checkOnError, numArg, timerMs } = require('./common');
 const NATIVE_SYNC = require('./syncobj').NativeSync.prototype.sync;
 
 // what a callback did, read by C (JS_F_* in src/addon.h)
@@ -280,15 +280,7 @@ const msOf = (ms) => {
     if (typeof n !== 'number') {
         throw new TypeError('setTimeout() expects milliseconds');
     }
-    return n > 0x7fffffff ? timeoutOverflow(n) : n;
-};
-
-/* past a 32-bit signed int Node's timers (so futoin-asyncsteps' timeouts)
- * take 1 ms, with this warning */
-const timeoutOverflow = (n) => {
-    process.emitWarning(`${n} does not fit into a 32-bit signed integer.\nTimeout duration was set to 1.`,
-        'TimeoutOverflowWarning');
-    return 1;
+    return timerMs(n);
 };
 
 /* repeat(count): futoin-asyncsteps runs the body while `i < count`, so a

@@ -49,4 +49,15 @@ const noop = () => {};
  * passes on what it is given, so '2' works there); anything else as it is */
 const numArg = (v) => (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v)) ? Number(v) : v);
 
-module.exports = { isProduction, checkFunc, checkOnError, noop, numArg };
+/* milliseconds for Node's timers, as futoin-asyncsteps passes them on:
+ * past a 32-bit signed int they take 1 ms, with this warning */
+const timerMs = (ms) => {
+    if (ms > 0x7fffffff) {
+        process.emitWarning(`${ms} does not fit into a 32-bit signed integer.\nTimeout duration was set to 1.`,
+            'TimeoutOverflowWarning');
+        return 1;
+    }
+    return ms;
+};
+
+module.exports = { isProduction, checkFunc, checkOnError, noop, numArg, timerMs };

@@ -7,7 +7,7 @@
 const N = require('./binding');
 const reg = require('./registry');
 const ISync = require('../ISync');
-const { checkFunc, checkOnError, numArg } = require('./common');
+const { checkFunc, checkOnError, numArg, timerMs } = require('./common');
 
 const OP_SYNC = reg.OP_SYNC;
 
@@ -102,16 +102,7 @@ const positive = (v, what) => {
 /* a number of flows or entries: compared as `count < max` there, so 1.5 lets 2 in */
 const count = (v, what) => Math.ceil(positive(v, what));
 
-/* a period: futoin-asyncsteps runs it on Node's timers, where past a 32-bit
- * signed int it is 1 ms (with this warning) */
-const period = (v, what) => {
-    v = positive(v, what);
-    if (v > 0x7fffffff) {
-        process.emitWarning(`${v} does not fit into a 32-bit signed integer.\nTimeout duration was set to 1.`,
-            'TimeoutOverflowWarning');
-        return 1;
-    }
-    return v;
-};
+/* a period: futoin-asyncsteps runs it on Node's timers */
+const period = (v, what) => timerMs(positive(v, what));
 
 module.exports = { NativeSync, N, onTestTool, queueLimit, positive, count, period, mutexFields, throttleFields };
