@@ -380,21 +380,22 @@ static void sync_with_args_allocates_nothing(void** state)
 /* 7. setTimeout() on a waiting step from another thread is misuse: it was
  * reported by failing the flow from that thread, pushing to the loop's task
  * queue unsynchronised; now only reported */
-static FutoInAsyncSteps* g_waiting7;
+static FutoInAsyncSteps* g_waiting;
 
 static void* misuse_then_success_thread(void* arg)
 {
     (void)arg;
-    g_waiting7->api->setTimeout(g_waiting7, 100);
-    g_waiting7->api->success(g_waiting7, NULL); /* the thread-safe slot */
+    g_waiting->api->setTimeout(g_waiting, 100);
+    g_waiting->api->success(g_waiting, NULL); /* the thread-safe slot */
     return NULL;
 }
 
-static void waits7(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+/* a step that waits, kept in g_waiting for another thread to complete */
+static void keeps_waiting(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
 {
     (void)d;
     (void)a;
-    g_waiting7 = bsi;
+    g_waiting = bsi;
     bsi->api->waitExternal(bsi);
 }
 
@@ -402,7 +403,7 @@ static void loop_only_slot_from_another_thread_is_only_reported(void** state)
 {
     (void)state;
     FutoInAsyncSteps* as = g_fx.root;
-    as->api->add(as, NULL, waits7, eh_trace);
+    as->api->add(as, NULL, keeps_waiting, eh_trace);
     as->api->add(as, "after", f_trace, NULL);
     as->api->execute(as, NULL, on_unhandled);
     futoin_tool_iterate(g_fx.tool, 0);
@@ -470,7 +471,6 @@ static void error_code_lost_to_oom_is_not_the_previous_one(void** state)
 
 /* 9. success() from another thread while out of memory: the values it was
  * given were neither taken nor cleaned up */
-static FutoInAsyncSteps* g_waiting9;
 static int g_taken9;
 
 static void* success_oom_thread(void* arg)
@@ -479,18 +479,10 @@ static void* success_oom_thread(void* arg)
     FutoInArgs args = args0();
     args.arg0 = val_heap_str("abc");
     g_fail_allocs = 1;
-    g_waiting9->api->success(g_waiting9, &args);
+    g_waiting->api->success(g_waiting, &args);
     g_fail_allocs = 0;
     g_taken9 = args.arg0.type == NULL; /* taken, as on success */
     return NULL;
-}
-
-static void waits9(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
-{
-    (void)d;
-    (void)a;
-    g_waiting9 = bsi;
-    bsi->api->waitExternal(bsi);
 }
 
 static void cross_thread_success_out_of_memory_cleans_values(void** state)
@@ -498,7 +490,7 @@ static void cross_thread_success_out_of_memory_cleans_values(void** state)
     (void)state;
     FutoInAllocator failing = {failing_malloc, failing_realloc, free};
     FutoInAsyncSteps* as = g_fx.root;
-    as->api->add(as, NULL, waits9, NULL);
+    as->api->add(as, NULL, keeps_waiting, NULL);
     as->api->execute(as, NULL, NULL);
     futoin_tool_iterate(g_fx.tool, 0);
     g_heap_cleanups = 0;

@@ -497,13 +497,19 @@ static void hook_wakeup(void* data)
     atomic_fetch_add(&r->wakeups, 1);
 }
 
+/* the tool's hooks record into `rec` (the tool copies the hooks) */
+static void hooks_install(hook_rec* rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    FutoInLoopHooks hooks = {rec, hook_arm, hook_wakeup};
+    futoin_tool_set_hooks(g_fx.tool, &hooks);
+}
+
 static void hooks_arm_reports_next_wakeup(void** state)
 {
     (void)state;
     hook_rec rec;
-    memset(&rec, 0, sizeof(rec));
-    FutoInLoopHooks hooks = {&rec, hook_arm, hook_wakeup};
-    futoin_tool_set_hooks(g_fx.tool, &hooks);
+    hooks_install(&rec);
     assert_int_equal(rec.last, -1); /* nothing pending */
 
     int before = rec.arms;
@@ -568,9 +574,7 @@ static void hooks_rearmed_when_a_cancel_from_outside_stops_a_timer(void** state)
 {
     (void)state;
     hook_rec rec;
-    memset(&rec, 0, sizeof(rec));
-    FutoInLoopHooks hooks = {&rec, hook_arm, hook_wakeup};
-    futoin_tool_set_hooks(g_fx.tool, &hooks);
+    hooks_install(&rec);
     FutoInAsyncSteps* r = g_fx.root;
     r->api->add(r, NULL, waits_with_timeout, NULL);
     r->api->execute(r, NULL, NULL);
@@ -586,9 +590,7 @@ static void hooks_not_rearmed_per_step_while_the_deadline_holds(void** state)
     test_clock clk = {5000, 0};
     futoin_tool_set_clock(g_fx.tool, test_clock_now, &clk);
     hook_rec rec;
-    memset(&rec, 0, sizeof(rec));
-    FutoInLoopHooks hooks = {&rec, hook_arm, hook_wakeup};
-    futoin_tool_set_hooks(g_fx.tool, &hooks);
+    hooks_install(&rec);
     futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
     dfr(1000, "d");
     FutoInAsyncSteps* r = g_fx.root;
@@ -1140,9 +1142,7 @@ static void cross_thread_with_host_loop_hooks(void** state)
 {
     (void)state;
     hook_rec rec;
-    memset(&rec, 0, sizeof(rec));
-    FutoInLoopHooks hooks = {&rec, hook_arm, hook_wakeup};
-    futoin_tool_set_hooks(g_fx.tool, &hooks);
+    hooks_install(&rec);
     xthread_reset(X_SUCCESS, 0);
     g_fx.root->api->add(g_fx.root, NULL, f_spawn, NULL);
     g_fx.root->api->add(g_fx.root, NULL, f_next, NULL);
