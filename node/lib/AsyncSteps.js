@@ -74,6 +74,7 @@ let CUR_ROOT = null;
 let CANCELLED_H = -1;
 
 const STALE = 'InternalError: Unexpected call, object is out of service';
+const AFTER_SUCCESS = 'handle_error() after success()'; // the misuse's error_info in core/src/steps.c
 
 /* as futoin-asyncsteps: inside a step, the interface of another step of
  * the same sequence is out of bounds (parallel branches are sequences of
@@ -1502,7 +1503,6 @@ const onThrow = (root, as, e) => {
     }
     errorInC(root, as._h, errorCode(e), undefined);
 };
-const AFTER_SUCCESS = 'handle_error() after success()'; // core/src/steps.c
 
 /* func, called with `values` whatever it is handed */
 const withValues = (func, values) => function(as) {
