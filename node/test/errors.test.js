@@ -506,7 +506,7 @@ test('an external error(): its handlers run inside the call, the steps after the
         }, (as) => as.success()), ['handler Ext', 'outer Ext', 'thrown Ext', 'event end', 'next']);
     });
 
-test('error() on a root whose flow waits fails that flow at its waiting step', T, async () => {
+test('error() on a root whose flow waits fails that flow at its waiting step', T, () => onTestTool((AT) => {
     const trace = [];
     const root = $as();
     root.add((as) => {
@@ -516,13 +516,14 @@ test('error() on a root whose flow waits fails that flow at its waiting step', T
     });
     root.add((as) => trace.push('not reached'));
     root.execute();
+    AT.run();
     assert.throws(() => root.error('MyError', 'from outside'), /MyError/);
     assert.deepStrictEqual(trace, ['handled MyError from outside']);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    AT.run(); // every event left: the step after it never runs
     assert.deepStrictEqual(trace, ['handled MyError from outside']);
-});
+}));
 
-test('a throw after success() keeps the thrown value as last_exception', T, async () => {
+test('a throw after success() keeps the thrown value as last_exception', T, () => onTestTool((AT) => {
     const thrown = new Error('after success');
     const r = $as();
     r.add((as) => {
@@ -530,6 +531,6 @@ test('a throw after success() keeps the thrown value as last_exception', T, asyn
         throw thrown;
     }, (as, err) => {});
     r.execute();
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    AT.run();
     assert.strictEqual(r.state.last_exception, thrown);
-});
+}));

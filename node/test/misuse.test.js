@@ -410,7 +410,7 @@ test('a second completion from outside throws and changes nothing', T, async () 
     assert.deepStrictEqual(seen, ['next 1']);
 });
 
-test('success() or error() inside a cancel handler throws', T, async () => {
+test('success() or error() inside a cancel handler throws', T, () => onTestTool((AT) => {
     const seen = [];
     const r = $as();
     r.add((as) => {
@@ -426,11 +426,12 @@ test('success() or error() inside a cancel handler throws', T, async () => {
         });
     }).add((as) => seen.push('next'));
     r.execute();
+    AT.run();
     r.cancel();
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    AT.run();
     assert.strictEqual(seen.length, 2);
     assert.ok(seen.every((m) => /InternalError/.test(m)), seen.join());
-});
+}));
 
 test('error() with an error_info whose conversion throws still fails the step', T, async () => {
     const odd = Object.create(null);

@@ -10,7 +10,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, T } = require('./helpers');
+const { $as, runFlow, onTestTool, T } = require('./helpers');
 
 /* a step that waits for an event, then calls `then(as)` */
 const later = (then, ms = 1) => (as) => {
@@ -329,26 +329,24 @@ test('the branches of a parallel step run before the steps of other flows that w
     ]);
 });
 
-test('a branch failing in the first burst of a second root-level parallel', T, async () => {
+test('a branch failing in the first burst of a second root-level parallel', T, () => onTestTool((AT) => {
     // the other branch of that parallel waited for its turn when it was
     // torn down: futoin-polyglot then ran a freed strand (a crash)
     const seen = [];
-    const done = new Promise((resolve) => {
-        const r = $as();
-        r.parallel().add((as) => {
-            seen.push('a');
-        });
-        r.parallel()
-            .add((as) => as.error('boom'))
-            .add((as) => {
-                seen.push('sibling');
-            });
-        r.add((as) => seen.push('never'));
-        r.execute();
-        setTimeout(() => resolve(r.state.last_exception.message), 10);
+    const r = $as();
+    r.parallel().add((as) => {
+        seen.push('a');
     });
-    assert.strictEqual(await done, 'boom');
+    r.parallel()
+        .add((as) => as.error('boom'))
+        .add((as) => {
+            seen.push('sibling');
+        });
+    r.add((as) => seen.push('never'));
+    r.execute();
+    AT.run();
+    assert.strictEqual(r.state.last_exception.message, 'boom');
     // futoin-asyncsteps still runs the sibling's first step, started in the
     // same pass; here the failure tears the sibling down before its turn
     assert.deepStrictEqual(seen.filter((s) => s !== 'sibling'), ['a']);
-});
+}));

@@ -440,18 +440,16 @@ test('Throttle: sync() then a throw in the same step takes no entry', T, async (
     root2.cancel();
 });
 
-test('fractional limits count as `n < max` does: a queue of 1.5 takes two', T, async () => {
+test('fractional limits count as `n < max` does: a queue of 1.5 takes two', T, () => onTestTool((AT) => {
     const m = new Mutex(1, 1.5);
     const seen = [];
-    const holders = [];
     for (let i = 0; i < 4; ++i) {
         $as().sync(m, (as) => {
             seen.push(`in ${i}`);
             as.waitExternal();
-            holders.push(as);
         }).execute();
     }
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    AT.run();
     assert.deepStrictEqual(seen, ['in 0']);
     assert.strictEqual(m._queue.length, 2); // the fourth was rejected
-});
+}));
