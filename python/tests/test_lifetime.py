@@ -113,3 +113,62 @@ def test_roots_held_by_their_parallel_branches_are_collected():
     refs = [build(i % 2 == 0) for i in range(100)]
     gc.collect()
     assert sum(w() is not None for w in refs) == 0
+
+
+def test_reused_root_drops_the_steps_of_finished_runs(virtual_tool):
+    # a root re-used for add() + run() cycles keeps nothing of runs long over
+    root = AsyncSteps(virtual_tool)
+    refs = []
+    out = []
+    for i in range(20):
+
+        class Step:
+            def __call__(self, as_, i=i):
+                out.append(i)
+
+        step = Step()
+        refs.append(weakref.ref(step))
+        root.add(step)
+        del step
+        root.run()
+    gc.collect()
+    assert out == list(range(20))
+    assert len([r for r in refs if r() is not None]) <= 2  # the last run's may be on the stack
+    del root
+    gc.collect()
+    assert [r for r in refs if r() is not None] == []
+
+
+def test_reused_root_retried_from_its_unhandled_callback(virtual_tool):
+    # the failed run's callbacks stay while its unhandled-error callback runs
+    root = AsyncSteps(virtual_tool)
+    out = []
+
+    def fail(as_):
+        as_.error("Boom")
+
+    def unhandled(as_, code):
+        out.append(code)
+        if out.count("Boom") < 5:
+            root.add(fail)
+            root.execute(unhandled)
+        out.append("back")
+
+    root.add(fail)
+    root.execute(unhandled)
+    virtual_tool.run()
+    assert out == ["Boom", "back"] * 5
+
+
+def test_copy_from_an_executed_root_copies_no_steps(virtual_tool):
+    # as futoin-asyncsteps: execute() takes the queued steps; state is copied
+    log = []
+    model = AsyncSteps(virtual_tool)
+    model.state.k = "v"
+    model.add(lambda as_: log.append("model step"))
+    model.run()
+    copy = AsyncSteps(virtual_tool).copy_from(model)
+    copy.add(lambda as_: log.append("own step"))
+    copy.run()
+    assert log == ["model step", "own step"]
+    assert copy.state.k == "v"

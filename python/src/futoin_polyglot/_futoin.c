@@ -222,6 +222,7 @@ typedef struct StepsObject
     PyObject_HEAD
     FutoInAsyncSteps* bsi;
     struct pyfrag* frags; /* roots: the callbacks their root-level steps hold (the GC sees them) */
+    unsigned runs;    /* roots: execute() calls accepted so far */
     PyObject* tool;   /* ToolObject for our roots, or None */
     int owns;         /* a root created here: free it with the object */
     int in_cb;        /* inside this step's execute/error callback */
@@ -278,6 +279,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->model = NULL;
     v->weakrefs = NULL;
     v->frags = NULL;
+    v->runs = 0;
     return v;
 }
 
@@ -342,6 +344,7 @@ typedef struct pyfrag
     PyObject* tool;
     int nargs;   /* how many received values func takes (-1: all) */
     int nreq;    /* how many it requires (missing ones are None) */
+    unsigned run; /* a root-level step's: its root's runs when it was added */
     struct pyfrag* next;   /* on its root's frags list (root-level steps) */
     struct pyfrag** pprev; /* NULL when on none */
 } pyfrag;
@@ -371,6 +374,7 @@ static void pyfrag_hold(StepsObject* self, FutoInAsyncSteps* owner, pyfrag* f)
     StepsObject* root = self->owns ? self : self->par_root;
     if (f && root && owner == self->bsi
             && !(refers_to_nothing_of_its_own(f->func) && refers_to_nothing_of_its_own(f->onerror))) {
+        f->run = root->runs;
         f->next = root->frags;
         if (f->next) {
             f->next->pprev = &f->next;
@@ -380,10 +384,9 @@ static void pyfrag_hold(StepsObject* self, FutoInAsyncSteps* owner, pyfrag* f)
     }
 }
 
-static void pyfrag_release(void* p)
+/* with the GIL */
+static void pyfrag_drop(pyfrag* f)
 {
-    pyfrag* f = p;
-    PyGILState_STATE g = PyGILState_Ensure();
     if (f->pprev) {
         *f->pprev = f->next;
         if (f->next) {
@@ -391,10 +394,32 @@ static void pyfrag_release(void* p)
         }
         f->pprev = NULL;
     }
-    Py_XDECREF(f->func);
-    Py_XDECREF(f->onerror);
-    Py_XDECREF(f->tool);
+    Py_CLEAR(f->func);
+    Py_CLEAR(f->onerror);
+    Py_CLEAR(f->tool);
+}
+
+static void pyfrag_release(void* p)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    pyfrag_drop(p);
     PyGILState_Release(g);
+}
+
+/* A root's memory lasts as long as the root, so a root re-used for add() +
+ * run() cycles would keep every earlier run's callbacks. Once it is idle,
+ * the runs before the last one are over: their callbacks go (the last
+ * run's may still be on the stack, in its unhandled-error callback). */
+static void pyfrag_drop_old_runs(StepsObject* root)
+{
+    pyfrag* f = root->frags;
+    while (f) {
+        pyfrag* next = f->next;
+        if (root->runs - f->run >= 2) {
+            pyfrag_drop(f);
+        }
+        f = next;
+    }
 }
 
 /* Count positional parameters after the AsyncSteps one, JS-style leniency:
@@ -1639,6 +1664,11 @@ static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
         || callable_or_none(eh, "unhandled_error")) {
         return NULL;
     }
+    /* not executing: isValid() of a root (the C++ reference's bool cast) */
+    int idle = self->owns && self->bsi->api->isValid(self->bsi);
+    if (idle) {
+        pyfrag_drop_old_runs(self);
+    }
     pyfrag* f = NULL;
     if (eh != Py_None) {
         f = pyfrag_new(self->bsi, NULL, eh, self->tool);
@@ -1648,6 +1678,13 @@ static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
         pyfrag_hold(self, self->bsi, f);
     }
     self->bsi->api->execute(self->bsi, f, tr_unhandled);
+    self->runs += idle;
+    if (self->model && self->model != Py_None) {
+        /* as futoin-asyncsteps: the run takes the queued steps; a root
+         * re-used for add() + run() cycles keeps none of them */
+        Py_INCREF(Py_None);
+        Py_SETREF(self->model, Py_None);
+    }
     Py_RETURN_NONE;
 }
 
