@@ -583,3 +583,48 @@ def test_flows_left_waiting_by_asyncio_run_are_cancelled_with_its_loop(arun):
     assert arun(next_loop()) == "next loop"
     assert cancelled == [True]
     assert keys[0] not in futoin_polyglot._running
+
+
+def test_await_of_a_coroutine_never_reached_closes_it(arun):
+    # the flow fails before the await_() step: its coroutine is closed, as
+    # a task cancelled before it started would be, not left "never awaited"
+    import gc
+    import warnings
+
+    started = []
+
+    async def work():
+        started.append(True)
+
+    async def main():
+        root = AsyncSteps()
+        root.add(lambda as_: as_.error("Boom"))
+        root.await_(work())
+        with pytest.raises(FutoInError):
+            await root
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        arun(main())
+        gc.collect()
+    assert started == []
+    assert [str(w.message) for w in seen if "never awaited" in str(w.message)] == []
+
+
+def test_await_of_a_coroutine_in_a_model_copied_twice(arun):
+    # a coroutine runs once: the second copy's step fails with a clear error
+    async def work():
+        return "done"
+
+    async def main():
+        model = AsyncSteps()
+        model.await_(work())
+        first = AsyncSteps().copy_from(model)
+        assert await first == "done"
+        second = AsyncSteps().copy_from(model)
+        with pytest.raises(FutoInError) as e:
+            await second
+        assert e.value.code == errors.InternalError
+        assert "awaited already" in e.value.info
+
+    arun(main())

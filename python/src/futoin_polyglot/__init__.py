@@ -286,41 +286,7 @@ class AsyncSteps(AsyncStepsBase):
                 or hasattr(awaitable, "__await__")):
             raise TypeError(f"await_() needs an awaitable, not {type(awaitable).__name__}")
 
-        def step(as_):
-            if _get_running_loop() is None:
-                if asyncio.iscoroutine(awaitable):
-                    awaitable.close()
-                as_.error(errors.InternalError, "await_() needs a flow driven by a running asyncio loop")
-            fut = asyncio.ensure_future(awaitable)
-            cancelled = []
-
-            def done(f):
-                if cancelled:
-                    return
-                if f.cancelled():
-                    as_._fail(errors.PromiseReject, "cancelled", asyncio.CancelledError())
-                    return
-                exc = f.exception()
-                if exc is None:
-                    result = f.result()
-                    if result is None:
-                        as_.success()
-                    else:
-                        as_.success(result)
-                elif isinstance(exc, FutoInError):
-                    as_._fail(exc.code, exc.info, exc)
-                else:
-                    as_._fail(errors.PromiseReject, str(exc), exc)
-
-            def cancel(_as):
-                cancelled.append(True)
-                if not fut.get_loop().is_closed():  # a flow left behind by asyncio.run()
-                    fut.cancel()
-
-            as_.set_cancel(cancel)
-            fut.add_done_callback(done)
-
-        return self.add(step, onerror)
+        return self.add(_AwaitStep(awaitable), onerror)
 
     def copy_from(self, other: "AsyncSteps") -> "AsyncSteps":
         """Copy the steps recorded on root ``other`` and its state entries not
@@ -431,6 +397,74 @@ class AsyncSteps(AsyncStepsBase):
 
     def __repr__(self):
         return f"<AsyncSteps at 0x{self.binary():x}>" if self._tool is not None else "<AsyncSteps>"
+
+
+def _await_step(as_, awaitable):
+    if _get_running_loop() is None:
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        as_.error(errors.InternalError, "await_() needs a flow driven by a running asyncio loop")
+    fut = asyncio.ensure_future(awaitable)
+    cancelled = []
+
+    def done(f):
+        if cancelled:
+            return
+        if f.cancelled():
+            as_._fail(errors.PromiseReject, "cancelled", asyncio.CancelledError())
+            return
+        exc = f.exception()
+        if exc is None:
+            result = f.result()
+            if result is None:
+                as_.success()
+            else:
+                as_.success(result)
+        elif isinstance(exc, FutoInError):
+            as_._fail(exc.code, exc.info, exc)
+        else:
+            as_._fail(errors.PromiseReject, str(exc), exc)
+
+    def cancel(_as):
+        cancelled.append(True)
+        if not fut.get_loop().is_closed():  # a flow left behind by asyncio.run()
+            fut.cancel()
+
+    as_.set_cancel(cancel)
+    fut.add_done_callback(done)
+
+
+# await_()'s coroutines not started yet, by id of their step: out of the
+# GC's sight, so a step dropped in a garbage cycle closes its coroutine
+# before the coroutine's own finalizer could warn "never awaited"
+_unstarted: dict = {}
+
+
+class _AwaitStep:
+    """await_()'s step. A coroutine whose step never ran (the flow failed or
+    was cancelled first) is closed when the step goes, as a task cancelled
+    before it started, instead of warning "never awaited"."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable):
+        if asyncio.iscoroutine(awaitable):
+            _unstarted[id(self)] = awaitable
+            awaitable = None
+        self.awaitable = awaitable
+
+    def __call__(self, as_, *_values):  # the values received are dropped
+        aw = self.awaitable
+        if aw is None:
+            aw = _unstarted.pop(id(self), None)
+            if aw is None:  # a copied model's step again
+                as_.error(errors.InternalError, "await_(): this coroutine was awaited already")
+        _await_step(as_, aw)
+
+    def __del__(self):
+        aw = _unstarted.pop(id(self), None)
+        if aw is not None:
+            aw.close()
 
 
 def _replay(target, model):
