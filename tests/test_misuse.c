@@ -386,6 +386,40 @@ static void root_used_by_its_cleanup_while_freed(void** s)
     r3->api->free(r3);
 }
 
+static void trace_cleanup(void* ptr)
+{
+    (void)ptr;
+    trace("cleanup");
+}
+
+MISUSE_STEP(m_waiter_with_memory, {
+    bsi->api->setCancel(bsi, NULL, cancel_tr);
+    assert_non_null(bsi->api->stack(bsi, 16, trace_cleanup));
+})
+
+/* The tool freed before its roots and sync objects: reported, and the tool
+ * goes with the last of them (its pools held their memory: a crash) */
+static void tool_freed_before_its_roots(void** s)
+{
+    (void)s;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* as = g_fx.root;
+    g_fx.root = NULL;
+    g_fx.tool = NULL;
+    FutoInSync* mtx = futoin_mutex_new(t, 1, 0);
+    assert_non_null(mtx);
+    as->api->addSync(as, mtx, NULL, m_waiter_with_memory, NULL);
+    as->api->execute(as, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(t), 0);
+    FutoInAsyncSteps* idle = futoin_steps_new(t);
+    assert_non_null(idle);
+    futoin_tool_free(t);
+    as->api->free(as);
+    assert_trace("cancelled|cleanup");
+    futoin_sync_free(mtx);
+    idle->api->free(idle); /* the last: the tool goes now */
+}
+
 static void sync_without_api(void** s)
 {
     (void)s;
@@ -400,6 +434,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
             T(success_after_add),
+            T(tool_freed_before_its_roots),
             T(success_twice),
             T(error_twice),
             T(error_after_success),

@@ -531,7 +531,7 @@ const FutoInAsyncStepsAPI ftn_steps_api = {{{
 
 FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool)
 {
-    if (!tool) {
+    if (!tool || tool->dying) {
         return NULL;
     }
     fflow* fl = feng_flow_new(tool);

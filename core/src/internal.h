@@ -134,6 +134,10 @@ struct FutoInAsyncTool_
     atomic_int refs;
     int sleeping;
     int running;
+    /* roots and sync objects of it not freed yet: futoin_tool_free() of a
+     * tool with some leaves it dying, gone with the last of them */
+    uint32_t live;
+    int dying;
     /* host loop */
     FutoInLoopHooks hooks;
     int has_hooks;
@@ -142,6 +146,8 @@ struct FutoInAsyncTool_
 };
 
 FTN_HIDDEN uint64_t ftool_now(FutoInAsyncTool* t);
+FTN_HIDDEN void ftool_hold(FutoInAsyncTool* t);
+FTN_HIDDEN void ftool_drop(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_task_push(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN void ftool_task_remove(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN ftimer* ftool_timer_start(

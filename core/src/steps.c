@@ -1145,6 +1145,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->host_queued = 0;
     fl->fresh_n = 0;
     strand_init(&fl->main, fl, &fl->base);
+    ftool_hold(t);
     return fl;
 }
 
@@ -1170,6 +1171,7 @@ void feng_flow_free(fflow* fl)
     --fl->depth;
     fl->next_free = t->free_flows;
     t->free_flows = fl;
+    ftool_drop(t); /* the last of a freed tool's: it goes now */
 }
 
 static void strand_free_bufs(fstrand* st)

@@ -51,6 +51,7 @@ typedef struct fsync_base
     int kind;
     int dying;
     uint32_t users;
+    FutoInAsyncTool* tool; /* a standalone object's (not one inside a limiter) */
 } fsync_base;
 
 /* the built-in primitive behind `sync`, NULL for one of another provider */

@@ -110,6 +110,8 @@ FutoInSync* futoin_limiter_new(FutoInAsyncTool* tool, const FutoInLimiterOptions
     l->b.kind = FSYNC_LIMITER;
     fmutex_init(&l->mutex, tool, o.concurrent, o.max_queue);
     fthrottle_init(&l->throttle, tool, o.rate, o.period_ms, o.burst);
+    l->b.tool = tool;
+    ftool_hold(tool);
     return &l->b.iface;
 }
 

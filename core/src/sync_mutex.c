@@ -33,6 +33,8 @@ FutoInSync* futoin_mutex_new(FutoInAsyncTool* tool, uint32_t max, uint32_t max_q
         return NULL;
     }
     fmutex_init(m, tool, max, max_queue);
+    m->b.tool = tool;
+    ftool_hold(tool);
     return &m->b.iface;
 }
 

@@ -101,6 +101,7 @@ fsync_base* fsync_builtin(FutoInSync* sync)
 
 static void fsync_destroy(fsync_base* b)
 {
+    FutoInAsyncTool* t = b->tool;
     switch (b->kind) {
     case FSYNC_MUTEX:
         fmutex_destroy((fmutex*)b);
@@ -114,6 +115,7 @@ static void fsync_destroy(fsync_base* b)
         flimiter_destroy(&b->iface);
         break;
     }
+    ftool_drop(t);
 }
 
 void fsync_use(FutoInSync* sync)

@@ -38,6 +38,8 @@ FutoInSync* futoin_throttle_new(
         return NULL;
     }
     fthrottle_init(t, tool, max, period_ms, max_queue);
+    t->b.tool = tool;
+    ftool_hold(tool);
     return &t->b.iface;
 }
 

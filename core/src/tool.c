@@ -39,16 +39,8 @@ FutoInAsyncTool* futoin_tool_new(void)
     return t;
 }
 
-void futoin_tool_free(FutoInAsyncTool* t)
+static void tool_destroy(FutoInAsyncTool* t)
 {
-    if (!t) {
-        return;
-    }
-    /* posts made by posts run too; a chain that never ends is cut (and the
-     * rest only freed) */
-    for (int round = 0; round < 100 && atomic_load_explicit(&t->has_posts, memory_order_acquire); ++round) {
-        ftool_drain_posts(t);
-    }
     ftool_drop_posts(t);
     feng_tool_release(t);
     fpool_destroy(&t->timer_pool);
@@ -60,6 +52,44 @@ void futoin_tool_free(FutoInAsyncTool* t)
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->cond);
     ftn_free(t);
+}
+
+void futoin_tool_free(FutoInAsyncTool* t)
+{
+    if (!t || t->dying) {
+        return;
+    }
+    if (t->running) {
+        fprintf(stderr, "futoin: InternalError: futoin_tool_free() inside the tool's own callbacks (ignored)\n");
+        return;
+    }
+    /* posts made by posts run too; a chain that never ends is cut (and the
+     * rest only freed) */
+    for (int round = 0; round < 100 && atomic_load_explicit(&t->has_posts, memory_order_acquire); ++round) {
+        ftool_drain_posts(t);
+    }
+    if (t->live) {
+        /* misuse, but their memory is the tool's: not a crash later */
+        fprintf(stderr,
+                "futoin: InternalError: futoin_tool_free(): %u of its roots or sync objects are not freed; "
+                "it goes with the last of them\n",
+                (unsigned)t->live);
+        t->dying = 1;
+        return;
+    }
+    tool_destroy(t);
+}
+
+void ftool_hold(FutoInAsyncTool* t)
+{
+    ++t->live;
+}
+
+void ftool_drop(FutoInAsyncTool* t)
+{
+    if (--t->live == 0 && t->dying) {
+        tool_destroy(t);
+    }
 }
 
 void futoin_tool_set_burst(FutoInAsyncTool* t, uint32_t steps)
@@ -520,7 +550,7 @@ static inline void task_run(FutoInAsyncTool* t, ftask* task)
 
 int futoin_tool_run_one(FutoInAsyncTool* t)
 {
-    if (!t || t->running) {
+    if (!t || t->running || t->dying) {
         return 0;
     }
     t->running = 1;
@@ -558,7 +588,7 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
 
 int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
 {
-    if (!t) {
+    if (!t || t->dying) {
         return -1;
     }
     if (t->running) {

@@ -64,7 +64,10 @@ FUTOIN_API void futoin_limiter_options_init(FutoInLimiterOptions* opts);
 
 /* A new tool bound to the calling thread. NULL on allocation failure. */
 FUTOIN_API FutoInAsyncTool* futoin_tool_new(void);
-/* Frees the tool; roots and sync objects of it must be freed before. */
+/* Frees the tool; roots and sync objects of it must be freed before. If
+ * some are not, that is reported on stderr and the tool goes with the last
+ * of them (meanwhile it runs nothing and makes no new roots). Inside its own
+ * callbacks it is refused with a report. */
 FUTOIN_API void futoin_tool_free(FutoInAsyncTool* tool);
 /* Runs until no immediate or timer remains and no futoin_tool_ref() is held.
  * Blocks (without spinning) while only timers or references remain. Returns
