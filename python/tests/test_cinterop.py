@@ -111,6 +111,56 @@ void c_add_python(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->add(bsi, s->data, s->fn, NULL);
 }
 
+/* fails with text that is no UTF-8 (latin-1 from a C library): in the info,
+ * or (data set) in the code too */
+void c_fail_latin1(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->handle_error(bsi, data ? "Bad\xe9" : "CError", "caf\xe9");
+}
+
+/* success(STRING32) with a code point past U+10FFFF */
+void c_bad_string32(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    static const FutoInType k_s32 = {FTN_TYPE_STRING32, NULL};
+    static const char32_t text[] = {'h', 0x110000, 'i', 0};
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_s32;
+    out.arg0.cstr32 = text;
+    out.arg0.length = 3;
+    bsi->api->success(bsi, &out);
+}
+
+/* success(1, <none>, 3): a gap in the slots */
+void c_args_gap(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_i32;
+    out.arg0.i32 = 1;
+    out.arg2.type = &k_i32;
+    out.arg2.i32 = 3;
+    bsi->api->success(bsi, &out);
+}
+
+/* success(CUSTOM_OBJECT) of another runtime: the object at 0x1234 */
+void c_foreign_object(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    static const FutoInType k_obj = {FTN_TYPE_CUSTOM_OBJECT, NULL};
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_obj;
+    out.arg0.p = (const void*)(uintptr_t)0x1234;
+    bsi->api->success(bsi, &out);
+}
+
 /* called directly through ctypes with a step's binary() */
 int c_is_same_thread(FutoInAsyncSteps* bsi)
 {
@@ -344,3 +394,67 @@ def test_c_sees_binary_of_python_view(virtual_tool):
     as_.add(lambda as_: seen.append(fn(as_.binary())))
     as_.run()
     assert seen == [1]
+
+
+def test_c_error_text_that_is_no_utf8_reaches_python_handlers(virtual_tool):
+    # latin-1 from a C library: replaced, as JS does (a UnicodeDecodeError
+    # hid the error, or the handler was never called)
+    for data, code in ((None, "CError"), (1, "Bad\ufffd")):  # data: a flag, never read
+        seen = []
+
+        def onerror(as_, c):
+            seen.append((c, as_.state.error_info, type(as_.state.last_exception).__name__))
+            as_.success("recovered")
+
+        root = AsyncSteps(virtual_tool)
+        root.add(lambda as_: as_.add(cstep("c_fail_latin1", data)), onerror)
+        assert root.run() == "recovered"
+        assert seen == [(code, "caf\ufffd", "FutoInError")]
+
+
+def test_c_string32_past_unicode_becomes_replacement(virtual_tool):
+    got = []
+    root = AsyncSteps(virtual_tool)
+    root.add(cstep("c_bad_string32"))
+    root.add(lambda as_, v: got.append(v))
+    root.run()
+    assert got == ["h\ufffdi"]
+    assert list(got[0]) == ["h", "\ufffd", "i"]
+
+
+def test_c_values_with_a_gap_keep_their_positions(virtual_tool):
+    got = []
+    root = AsyncSteps(virtual_tool)
+    root.add(cstep("c_args_gap"))
+    root.add(lambda as_, a=None, b=None, c=None: got.append((a, b, c)))
+    root.run()
+    assert got == [(1, None, 3)]
+
+
+def test_foreign_c_object_reaches_python_as_its_address(virtual_tool):
+    got = []
+    root = AsyncSteps(virtual_tool)
+    root.add(cstep("c_foreign_object"))
+    root.add(lambda as_, v: got.append(v))
+    root.run()
+    import gc
+
+    gc.collect()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    assert get(got[0], b"futoin.foreign_object") == 0x1234
+
+
+def test_str_with_lone_surrogates_crosses_as_a_string(virtual_tool):
+    # C gets STRING with U+FFFD for them (as from JS), not a CUSTOM_OBJECT;
+    # a Python receiver gets the very str
+    got = []
+    root = AsyncSteps(virtual_tool)
+    root.add(lambda as_: as_.success(2.0, "a\ud800b"))
+    root.add(cstep("c_double_and_len"))
+    root.add(lambda as_, d, n: got.append((d, n)))
+    root.add(lambda as_: as_.success("x\udc00"))
+    root.add(lambda as_, s: got.append(s))
+    root.run()
+    assert got == [(4.0, len("a\ufffdb".encode())), "x\udc00"]

@@ -53,6 +53,8 @@ static void py_value_cleanup(FutoInBinaryValue* v)
 static const FutoInType k_py_object = {FTN_TYPE_CUSTOM_OBJECT, py_value_cleanup};
 static const FutoInType k_py_str = {FTN_TYPE_STRING, py_value_cleanup};
 static const FutoInType k_py_bytes = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, py_value_cleanup};
+/* a str with lone surrogates: (str, its UTF-8 with U+FFFD for them) */
+static const FutoInType k_py_str_replaced = {FTN_TYPE_STRING, py_value_cleanup};
 static const FutoInType k_py_pack = {FTN_TYPE_CUSTOM_OBJECT, py_value_cleanup}; /* >4 args */
 static const FutoInType k_bool = {FTN_TYPE_BOOL, NULL};
 static const FutoInType k_i64 = {FTN_TYPE_INT64, NULL};
@@ -65,6 +67,26 @@ static void set_custom(FutoInBinaryValue* v, const FutoInType* t, PyObject* o)
     v->p = o;
     v->custom_data = o;
     v->length = 0;
+}
+
+/* UTF-8 of a str with lone surrogates, each one U+FFFD (as V8 gives) */
+static PyObject* utf8_replacing_surrogates(PyObject* o)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(o);
+    Py_UCS4* buf = PyUnicode_AsUCS4Copy(o);
+    if (!buf) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        if (buf[i] >= 0xD800 && buf[i] <= 0xDFFF) {
+            buf[i] = 0xFFFD;
+        }
+    }
+    PyObject* clean = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, n);
+    PyMem_Free(buf);
+    PyObject* enc = clean ? PyUnicode_AsUTF8String(clean) : NULL;
+    Py_XDECREF(clean);
+    return enc;
 }
 
 static int py_to_value(PyObject* o, FutoInBinaryValue* v)
@@ -95,8 +117,26 @@ static int py_to_value(PyObject* o, FutoInBinaryValue* v)
     if (PyUnicode_CheckExact(o)) {
         Py_ssize_t n;
         const char* s = PyUnicode_AsUTF8AndSize(o, &n); /* cached in the object */
-        if (!s || n > UINT32_MAX) {
+        if (!s) {
+            /* lone surrogates: C gets U+FFFD for them, as from JS; Python
+             * receivers get the str itself */
             PyErr_Clear();
+            PyObject* enc = utf8_replacing_surrogates(o);
+            PyObject* pair = enc ? PyTuple_Pack(2, o, enc) : NULL;
+            Py_XDECREF(enc);
+            if (pair && PyBytes_GET_SIZE(enc) <= UINT32_MAX) {
+                set_custom(v, &k_py_str_replaced, pair);
+                Py_DECREF(pair);
+                v->cstr = PyBytes_AS_STRING(enc);
+                v->length = (uint32_t)PyBytes_GET_SIZE(enc);
+                return 0;
+            }
+            Py_XDECREF(pair);
+            PyErr_Clear();
+            set_custom(v, &k_py_object, o);
+            return 0;
+        }
+        if (n > UINT32_MAX) {
             set_custom(v, &k_py_object, o);
             return 0;
         }
@@ -116,6 +156,39 @@ static int py_to_value(PyObject* o, FutoInBinaryValue* v)
 }
 
 /* Returns a new reference; foreign custom objects become a capsule. */
+/* C text as str: what is no UTF-8 (latin-1 from a C library) is replaced,
+ * as JS does */
+static PyObject* str_of(const char* s)
+{
+    if (!s) {
+        s = "";
+    }
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+/* UTF-32 as str: a code point past U+10FFFF is replaced (Python cannot
+ * hold it), as the UTF-8 and UTF-16 decoders do */
+static PyObject* str32_of(const char32_t* s, uint32_t n)
+{
+    uint32_t i = 0;
+    while (i < n && s[i] <= 0x10FFFF) {
+        ++i;
+    }
+    if (i == n) {
+        return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, s, n);
+    }
+    Py_UCS4* copy = PyMem_Malloc(n * sizeof(Py_UCS4));
+    if (!copy) {
+        return PyErr_NoMemory();
+    }
+    for (uint32_t k = 0; k < n; ++k) {
+        copy[k] = s[k] <= 0x10FFFF ? s[k] : 0xFFFD;
+    }
+    PyObject* o = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, copy, n);
+    PyMem_Free(copy);
+    return o;
+}
+
 static PyObject* value_to_py(const FutoInBinaryValue* v)
 {
     const FutoInType* t = v->type;
@@ -124,6 +197,11 @@ static PyObject* value_to_py(const FutoInBinaryValue* v)
     }
     if (t == &k_py_object || t == &k_py_str || t == &k_py_bytes || t == &k_py_pack) {
         PyObject* o = v->custom_data;
+        Py_INCREF(o);
+        return o;
+    }
+    if (t == &k_py_str_replaced) {
+        PyObject* o = PyTuple_GET_ITEM((PyObject*)v->custom_data, 0);
         Py_INCREF(o);
         return o;
     }
@@ -183,9 +261,13 @@ static PyObject* value_to_py(const FutoInBinaryValue* v)
         return PyUnicode_DecodeUTF16((const char*)v->cstr16, (Py_ssize_t)v->length * 2, "replace", &order);
     }
     case FTN_TYPE_STRING32:
-        return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, v->cstr32, v->length);
+        return str32_of(v->cstr32 ? v->cstr32 : U"", v->length);
     default:
-        return PyCapsule_New((void*)v, "futoin.foreign_value", NULL);
+        /* another runtime's object: its address (valid while its owner keeps it) */
+        if (!v->p) {
+            Py_RETURN_NONE;
+        }
+        return PyCapsule_New((void*)v->p, "futoin.foreign_object", NULL);
     }
 }
 
@@ -557,8 +639,8 @@ static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc, const char*
         set_custom(slot, &k_py_object, exc);
     }
     PyObject* l = raised_of(bsi);
-    PyObject* c = PyUnicode_FromString(code ? code : "");
-    PyObject* i = PyUnicode_FromString(info ? info : "");
+    PyObject* c = str_of(code);
+    PyObject* i = str_of(info);
     if (l && c && i) {
         PyList_SetItem(l, 0, c);
         PyList_SetItem(l, 1, i);
@@ -674,7 +756,11 @@ static void last_exception_for(FutoInAsyncSteps* bsi, const char* code)
     if (slot->type && raised_as(bsi, code, info)) {
         return;
     }
-    PyObject* e = PyObject_CallFunction(g_FutoInError, "ss", code, info ? info : "");
+    PyObject* c = str_of(code);
+    PyObject* i = c ? str_of(info) : NULL;
+    PyObject* e = i ? PyObject_CallFunctionObjArgs(g_FutoInError, c, i, NULL) : NULL;
+    Py_XDECREF(c);
+    Py_XDECREF(i);
     if (e) {
         set_last_exception(bsi, e, code, info);
         Py_DECREF(e);
@@ -719,16 +805,19 @@ static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const Fu
             ++n;
         }
     } else if (args) {
-        for (int i = 0; i < 4; ++i) {
-            if (args->args[i].type) {
-                PyObject* o = value_to_py(&args->args[i]);
-                if (!o) {
-                    PyErr_Clear();
-                    o = Py_None;
-                    Py_INCREF(o);
-                }
-                argv[n++] = o;
+        /* by position: an empty slot before a value is None */
+        int last = 3;
+        while (last >= 0 && !args->args[last].type) {
+            --last;
+        }
+        for (int i = 0; i <= last; ++i) {
+            PyObject* o = args->args[i].type ? value_to_py(&args->args[i]) : NULL;
+            if (!o) {
+                PyErr_Clear();
+                o = Py_None;
+                Py_INCREF(o);
             }
+            argv[n++] = o;
         }
     }
     Py_ssize_t got = n;
@@ -787,7 +876,7 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
     PyGILState_STATE g = PyGILState_Ensure();
     pyfrag* f = data;
     last_exception_for(bsi, code);
-    PyObject* c = PyUnicode_FromString(code ? code : "");
+    PyObject* c = str_of(code);
     if (c) {
         StepsObject* v = view_new(bsi, f->tool);
         if (v) {
@@ -1637,7 +1726,7 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
     last_exception_for(bsi, code);
     if (f && f->onerror) {
         StepsObject* v = view_new(bsi, f->tool);
-        PyObject* c = PyUnicode_FromString(code);
+        PyObject* c = str_of(code);
         if (v && c) {
             PyObject* argv[2] = {(PyObject*)v, c};
             PyObject* r = PyObject_Vectorcall(f->onerror, argv, 2, NULL);
@@ -1749,7 +1838,7 @@ static PyObject* Steps_get_state(StepsObject* self, void* closure)
         return NULL;
     }
     const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
-    PyObject* s = PyUnicode_FromString(info ? info : "");
+    PyObject* s = str_of(info);
     if (!s || PyDict_SetItemString(d, "error_info", s) != 0) {
         Py_XDECREF(s);
         return NULL;
