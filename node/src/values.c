@@ -7,8 +7,9 @@
  * same JS type, because our own type descriptors say what they were.
  * C and Python steps read the plain fields: integral numbers as INT64, other
  * numbers as DOUBLE, strings as UTF-8 STRING, booleans as BOOL, BigInts as
- * INT64, Buffers and Uint8Arrays as UINT8 arrays (pointing into the JS
- * memory, valid while the value lives), everything else as CUSTOM_OBJECT.
+ * INT64, Buffers and typed arrays as arrays of their element type (UINT8
+ * for a Buffer; pointing into the JS memory, valid while the value lives),
+ * everything else as CUSTOM_OBJECT.
  */
 #include "addon.h"
 
@@ -67,7 +68,39 @@ static const FutoInType k_str = {FTN_TYPE_STRING, cleanup_free};
 static const FutoInType k_null = {FTN_TYPE_CUSTOM_OBJECT, NULL};
 static const FutoInType k_undef = {FTN_TYPE_CUSTOM_OBJECT, NULL};
 static const FutoInType k_obj = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref};
-static const FutoInType k_bytes = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, cleanup_ref}; /* a Buffer */
+static const FutoInType k_bytes = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, cleanup_ref}; /* a Buffer, a Uint8Array */
+/* the other typed arrays, as the arrays C gives JS come as them */
+static const FutoInType k_typed[] = {
+        {FTN_TYPE_INT8 | FTN_TYPE_ARRAY, cleanup_ref},   {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, cleanup_ref},
+        {FTN_TYPE_INT16 | FTN_TYPE_ARRAY, cleanup_ref},  {FTN_TYPE_UINT16 | FTN_TYPE_ARRAY, cleanup_ref},
+        {FTN_TYPE_INT32 | FTN_TYPE_ARRAY, cleanup_ref},  {FTN_TYPE_UINT32 | FTN_TYPE_ARRAY, cleanup_ref},
+        {FTN_TYPE_FLOAT | FTN_TYPE_ARRAY, cleanup_ref},  {FTN_TYPE_DOUBLE | FTN_TYPE_ARRAY, cleanup_ref},
+        {FTN_TYPE_INT64 | FTN_TYPE_ARRAY, cleanup_ref},  {FTN_TYPE_UINT64 | FTN_TYPE_ARRAY, cleanup_ref},
+};
+
+static const FutoInType* typed_type(napi_typedarray_type tt)
+{
+    switch (tt) {
+    case napi_int8_array: return &k_typed[0];
+    case napi_uint8_array: return &k_bytes;
+    case napi_uint8_clamped_array: return &k_typed[1];
+    case napi_int16_array: return &k_typed[2];
+    case napi_uint16_array: return &k_typed[3];
+    case napi_int32_array: return &k_typed[4];
+    case napi_uint32_array: return &k_typed[5];
+    case napi_float32_array: return &k_typed[6];
+    case napi_float64_array: return &k_typed[7];
+    case napi_bigint64_array: return &k_typed[8];
+    case napi_biguint64_array: return &k_typed[9];
+    default: return NULL; /* a newer kind: an object */
+    }
+}
+
+/* one of ours that holds the JS typed array itself */
+static int is_typed(const FutoInType* t)
+{
+    return t >= k_typed && t < k_typed + sizeof(k_typed) / sizeof(k_typed[0]);
+}
 static const FutoInType k_boxed = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref}; /* [value] */
 static const FutoInType k_pack = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref};  /* > 4 values */
 
@@ -165,18 +198,26 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
         return box(env, v, out);
     }
     case napi_object: {
-        bool is_buf = false;
-        napi_is_buffer(env, v, &is_buf);
-        if (is_buf) {
-            void* data;
+        /* a typed array (a Buffer too) is the array of its elements for C;
+         * a DataView, whose layout is the reader's, an object */
+        bool is_ta = false;
+        napi_is_typedarray(env, v, &is_ta);
+        if (is_ta) {
+            napi_typedarray_type tt;
             size_t len;
-            if (napi_get_buffer_info(env, v, &data, &len) == napi_ok && len <= UINT32_MAX
-                    && set_ref(env, v, &k_bytes, out) == 0) {
+            void* data;
+            const FutoInType* k = NULL;
+            if (napi_get_typedarray_info(env, v, &tt, &len, &data, NULL, NULL) == napi_ok && len <= UINT32_MAX) {
+                k = typed_type(tt);
+            }
+            if (k) {
+                if (set_ref(env, v, k, out) != 0) {
+                    return -1;
+                }
                 out->p = data;
                 out->length = (uint32_t)len;
                 return 0;
             }
-            return -1;
         }
         return set_ref(env, v, &k_obj, out);
     }
@@ -288,7 +329,7 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
         napi_get_null(env, &r);
         return r;
     }
-    if (t == &k_obj || t == &k_bytes || t == &k_pack) {
+    if (t == &k_obj || t == &k_bytes || t == &k_pack || is_typed(t)) {
         return ref_value(env, v);
     }
     if (t == &k_str_box) {
@@ -389,7 +430,7 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
 
 int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv)
 {
-    if (!args || !args->arg0.type) {
+    if (!args) {
         return 0;
     }
     if (args->arg0.type == &k_pack) {
@@ -398,10 +439,17 @@ int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv)
         napi_get_array_length(env, argv[0], &n);
         return -(int)n;
     }
-    int n = 0;
-    for (int i = 0; i < 4 && args->args[i].type; ++i) {
-        argv[i] = jv_from_value(env, &args->args[i]);
-        ++n;
+    /* by position: an empty slot before a value is undefined */
+    int n = 4;
+    while (n > 0 && !args->args[n - 1].type) {
+        --n;
+    }
+    for (int i = 0; i < n; ++i) {
+        if (args->args[i].type) {
+            argv[i] = jv_from_value(env, &args->args[i]);
+        } else {
+            napi_get_undefined(env, &argv[i]);
+        }
     }
     return n;
 }

@@ -15,6 +15,7 @@ const { $as, IMPL, isPolyglot, runFlow, sub, T } = require('./helpers');
 const C_SOURCE = `
 #include <futoin/binarysteps.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define API __attribute__((visibility("default")))
@@ -101,6 +102,47 @@ API void t_data(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     memset(&out, 0, sizeof(out));
     out.arg0.type = &k_int64;
     out.arg0.i64 = (int64_t)(intptr_t)data;
+    bsi->api->success(bsi, &out);
+}
+
+/* () -> (1, <empty slot>, 3) */
+API void t_gap(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_int64;
+    out.arg0.i64 = 1;
+    out.arg2.type = &k_int64;
+    out.arg2.i64 = 3;
+    bsi->api->success(bsi, &out);
+}
+
+/* (v) -> ("<flags>:<length>:<first element as a number>", v): as C sees v */
+static char g_desc[128];
+API void t_describe(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    const FutoInBinaryValue* v = &args->arg0;
+    double first = 0;
+    if (v->type && (v->type->flags & FTN_TYPE_ARRAY) && v->length) {
+        switch (v->type->flags & FTN_BASE_TYPE_MASK) {
+        case FTN_TYPE_UINT8: first = ((const uint8_t*)v->p)[0]; break;
+        case FTN_TYPE_INT32: first = ((const int32_t*)v->p)[0]; break;
+        case FTN_TYPE_DOUBLE: first = ((const double*)v->p)[0]; break;
+        case FTN_TYPE_INT64: first = (double)((const int64_t*)v->p)[0]; break;
+        default: first = -1; break;
+        }
+    }
+    snprintf(g_desc, sizeof(g_desc), "%d:%u:%g", v->type ? v->type->flags : -1, (unsigned)v->length, first);
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_str;
+    out.arg0.cstr = g_desc;
+    out.arg0.length = (uint32_t)strlen(g_desc);
+    out.arg1 = args->arg0; /* forwarded: the receiver gets it back */
+    ((FutoInArgs*)args)->arg0.type = NULL;
     bsi->api->success(bsi, &out);
 }
 
@@ -257,6 +299,41 @@ if (isPolyglot) {
         assert.strictEqual(seen[1], 'failed in C');
         assert.strictEqual(seen[2].message, 'CFail');
         assert.notStrictEqual(seen[2], thrown, 'the C error is not the JS exception');
+    });
+
+    test('C values with an empty slot before a value keep their positions', T, async () => {
+        const got = await runFlow((as) => {
+            as.add(native.cstep(lib, 't_gap'));
+            as.add((as, ...vals) => as.success(vals));
+        });
+        assert.deepStrictEqual(got.args, [[1, undefined, 3]]);
+    });
+
+    test('typed arrays reach C as arrays of their element type', T, async () => {
+        const f64 = new Float64Array([1.5, 2]);
+        const i32 = new Int32Array([7, 8, 9]).subarray(1);
+        const big = new BigInt64Array([5n]);
+        const buf = Buffer.from([4, 5]);
+        const view = new DataView(new ArrayBuffer(3));
+        const seen = [];
+        const got = await runFlow((as) => {
+            for (const v of [f64, i32, big, buf, view]) {
+                as.add((as) => as.success(v));
+                as.add(native.cstep(lib, 't_describe'));
+                as.add((as, desc, back) => {
+                    seen.push([desc, back === v]);
+                });
+            }
+        });
+        assert.strictEqual(got.err, null);
+        assert.deepStrictEqual(seen, [
+            // FTN_TYPE_ARRAY | DOUBLE, INT32, INT64, UINT8; CUSTOM_OBJECT
+            ['31:2:1.5', true],
+            ['24:2:8', true],
+            ['25:1:5', true],
+            ['26:2:4', true],
+            ['1:0:0', true],
+        ]);
     });
 
     test('cstep data option reaches the C callback', T, async () => {
