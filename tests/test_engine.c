@@ -381,6 +381,70 @@ static void done_callback_after_success_only(void** state)
     futoin_steps_set_done(NULL, on_done, NULL);
 }
 
+static void on_cancelled(FutoInAsyncSteps* root, void* data)
+{
+    trace("cancelled:%s", (const char*)data);
+    if (strcmp(data, "free") == 0) {
+        root->api->free(root); /* inside: done once the teardown is over */
+    }
+}
+
+static void cancel_trace(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    (void)data;
+    trace("cancel handler");
+}
+
+static void wait_with_cancel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    trace("%s", (const char*)data);
+    bsi->api->setCancel(bsi, NULL, cancel_trace);
+}
+
+/* set_cancelled(): called once when a running flow of the root is cancelled
+ * (cancel(), free() of a running root), after its cancel handlers; not on
+ * success, an unhandled error, nor a cancel() of an idle root */
+static void cancelled_callback_on_cancel_only(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    futoin_steps_set_cancelled(r, on_cancelled, "a");
+    r->api->add(r, "s1", f_trace, NULL);
+    run_root();
+    r->api->add(r, "MyError", f_fail, NULL);
+    run_root();
+    r->api->cancel(r); /* idle */
+    assert_trace("s1|unhandled:MyError:info");
+    trace_reset();
+    r->api->add(r, "w", wait_with_cancel, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_run(g_fx.tool);
+    r->api->cancel(r);
+    r->api->cancel(r);
+    assert_trace("w|cancel handler|cancelled:a");
+    /* freed inside the callback */
+    trace_reset();
+    FutoInAsyncSteps* x = futoin_steps_new(g_fx.tool);
+    futoin_steps_set_cancelled(x, on_cancelled, "free");
+    x->api->add(x, "x", wait_with_cancel, NULL);
+    x->api->execute(x, NULL, on_unhandled);
+    futoin_tool_run(g_fx.tool);
+    x->api->cancel(x);
+    assert_trace("x|cancel handler|cancelled:free");
+    /* free() of a running root cancels it first */
+    trace_reset();
+    FutoInAsyncSteps* y = futoin_steps_new(g_fx.tool);
+    futoin_steps_set_cancelled(y, on_cancelled, "y");
+    y->api->add(y, "y", wait_with_cancel, NULL);
+    y->api->execute(y, NULL, on_unhandled);
+    futoin_tool_run(g_fx.tool);
+    y->api->free(y);
+    assert_trace("y|cancel handler|cancelled:y");
+    futoin_steps_set_cancelled(NULL, on_cancelled, NULL);
+}
+
 static void execute_only_schedules(void** state)
 {
     (void)state;
@@ -986,6 +1050,7 @@ int main(void)
             T(default_burst_is_100),
             T(external_success_schedules_not_inline),
             T(done_callback_after_success_only),
+            T(cancelled_callback_on_cancel_only),
             T(execute_only_schedules),
     };
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);

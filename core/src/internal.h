@@ -321,6 +321,8 @@ typedef struct fflow
     void* unhandled_data;
     void (*done)(FutoInAsyncSteps* root, void* data); /* futoin_steps_set_done() */
     void* done_data;
+    void (*cancelled)(FutoInAsyncSteps* root, void* data);
+    void* cancelled_data;
     fstate_var* vars;
     fbuf info[2]; /* error_info, double-buffered like the codes */
     uint8_t info_idx;

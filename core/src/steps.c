@@ -350,6 +350,9 @@ static void flow_cancel_now(fflow* fl)
     if (fl->flags & FL_RUNNING) {
         strand_teardown(&fl->main);
         flow_finish(fl);
+        if (fl->cancelled) {
+            fl->cancelled(&fl->base.iface, fl->cancelled_data); /* a free() in it waits */
+        }
     }
     fl->flags &= ~FL_CANCEL_REQ;
     --fl->depth;
@@ -1140,6 +1143,8 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->unhandled_data = NULL;
     fl->done = NULL;
     fl->done_data = NULL;
+    fl->cancelled = NULL;
+    fl->cancelled_data = NULL;
     fl->flags = 0;
     fl->depth = 0;
     fl->host_queued = 0;
@@ -1552,6 +1557,18 @@ static int execute_burst(FutoInAsyncSteps* root, int inside_host_step);
 int futoin_steps_execute_burst(FutoInAsyncSteps* root)
 {
     return execute_burst(root, 0);
+}
+
+void futoin_steps_set_cancelled(FutoInAsyncSteps* root, void (*cancelled)(FutoInAsyncSteps* root, void* data),
+                                void* data)
+{
+    if (!futoin_steps_is_native(root) || fstep_of(root)->kind != FK_ROOT) {
+        fprintf(stderr, "futoin: InternalError: futoin_steps_set_cancelled(): not a root of this library (ignored)\n");
+        return;
+    }
+    fflow* fl = fstep_of(root)->flow;
+    fl->cancelled = cancelled;
+    fl->cancelled_data = data;
 }
 
 void futoin_steps_set_done(FutoInAsyncSteps* root, void (*done)(FutoInAsyncSteps* root, void* data), void* data)

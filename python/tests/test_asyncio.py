@@ -628,3 +628,4 @@ def test_await_of_a_coroutine_in_a_model_copied_twice(arun):
         assert "awaited already" in e.value.info
 
     arun(main())
+

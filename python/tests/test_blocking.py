@@ -379,3 +379,19 @@ def test_unref_without_ref_is_a_runtime_error():
     assert tool.next_delay() != 0  # held: nothing ready, but not done
     box["as"].success()
     tool.run()
+
+
+def test_run_of_a_root_cancelled_through_the_binary_interface(virtual_tool):
+    import concurrent.futures
+
+    import futoin_polyglot
+
+    root = AsyncSteps(virtual_tool)
+
+    def step(as_):
+        as_.wait_external()
+        virtual_tool.deferred(5, lambda: futoin_polyglot.wrap(root.binary()).cancel())
+
+    root.add(step)
+    with pytest.raises(concurrent.futures.CancelledError):
+        root.run()

@@ -161,6 +161,12 @@ void c_foreign_object(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->success(bsi, &out);
 }
 
+/* called through ctypes with a root's binary(): C cancels it */
+void c_cancel(FutoInAsyncSteps* bsi)
+{
+    bsi->api->cancel(bsi);
+}
+
 /* called directly through ctypes with a step's binary() */
 int c_is_same_thread(FutoInAsyncSteps* bsi)
 {
@@ -458,3 +464,25 @@ def test_str_with_lone_surrogates_crosses_as_a_string(virtual_tool):
     root.add(lambda as_, s: got.append(s))
     root.run()
     assert got == [(4.0, len("a\ufffdb".encode())), "x\udc00"]
+
+
+def test_root_cancelled_by_c_cancels_its_promise():
+    # C cancels it through the binary interface, not root.cancel(): the
+    # future stayed pending and the root in the running registry
+    import asyncio
+
+    cancelled = []
+    cancel = clib().c_cancel
+    cancel.argtypes = [ctypes.c_void_p]
+    cancel.restype = None
+
+    async def main():
+        root = AsyncSteps()
+        root.add(lambda as_: (as_.wait_external(), as_.set_cancel(lambda _a: cancelled.append(True))))
+        fut = root.promise()
+        asyncio.get_running_loop().call_soon(cancel, root.binary())
+        await asyncio.wait([fut])  # a hang guard's cancel would not cancel fut
+        return fut.cancelled(), id(root) in futoin_polyglot._running
+
+    assert asyncio.run(main()) == (True, False)
+    assert cancelled == [True]

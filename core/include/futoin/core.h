@@ -170,6 +170,12 @@ FUTOIN_API int futoin_steps_unwind_now(FutoInAsyncSteps* root);
  * free root. NULL clears it. Saves a last step that only reports the end. */
 FUTOIN_API void futoin_steps_set_done(FutoInAsyncSteps* root, void (*done)(FutoInAsyncSteps* root, void* data),
                                       void* data);
+/* `cancelled(root, data)` runs once each time a running flow of root is
+ * cancelled (cancel() from anywhere, free() of a running root), after its
+ * cancel handlers; a wrapper settles its promise there. It may free root.
+ * NULL clears it. */
+FUTOIN_API void futoin_steps_set_cancelled(FutoInAsyncSteps* root,
+                                           void (*cancelled)(FutoInAsyncSteps* root, void* data), void* data);
 
 /* Steps run by the host. A script runtime for which calling in is costly
  * names its execute callback here; plain steps with that callback are then

@@ -240,14 +240,7 @@ class AsyncSteps(AsyncStepsBase):
             self._cancel_on_loop()
             return
         AsyncStepsBase.cancel(self)
-        key = id(self)
-        if _running.get(key) is self:
-            del _running[key]
-            if key in _in_run:
-                _in_run[key] = True
-            fut = _promised.pop(key, None)
-            if fut is not None and not fut.done() and not fut.get_loop().is_closed():
-                fut.cancel()
+        _flow_cancelled(self)  # the engine told already, unless another provider's root
 
     # -- Python-level parts of the API --
 
@@ -483,7 +476,21 @@ def _replay(target, model):
             _replay(p, rec[2])
 
 
-_setup(FutoInError, State, AsyncSteps)
+def _flow_cancelled(root) -> None:
+    """The engine cancelled a running flow of ``root``, whoever asked (this
+    cancel(), C code, a wrap()ped view): its promise() future is cancelled,
+    a blocking run() raises CancelledError. Called again: nothing left."""
+    key = id(root)
+    if _running.get(key) is root:
+        del _running[key]
+        if key in _in_run:
+            _in_run[key] = True
+        fut = _promised.pop(key, None)
+        if fut is not None and not fut.done() and not fut.get_loop().is_closed():
+            fut.cancel()
+
+
+_setup(FutoInError, State, AsyncSteps, _flow_cancelled)
 
 
 def wrap(pointer, tool=None) -> AsyncSteps:

@@ -24,6 +24,7 @@
 static PyObject* g_FutoInError; /* futoin_polyglot.errors.FutoInError */
 static PyObject* g_State;       /* futoin_polyglot.State (dict subclass) */
 static PyTypeObject* g_ViewType; /* futoin_polyglot.AsyncSteps (a subclass) */
+static PyObject* g_on_cancelled; /* futoin_polyglot._flow_cancelled(root) */
 static PyTypeObject StepsType;
 
 /* an async def function: as a step it would only make a coroutine */
@@ -1745,6 +1746,22 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
     PyGILState_Release(g);
 }
 
+/* the engine cancelled a running flow of our root, whoever asked (C, a
+ * wrap()ped view, our cancel()): Python settles its promise and run() */
+static void root_cancelled(FutoInAsyncSteps* root, void* data)
+{
+    (void)root;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (g_on_cancelled) {
+        PyObject* r = PyObject_CallOneArg(g_on_cancelled, (PyObject*)data);
+        if (!r) {
+            unraisable(g_on_cancelled);
+        }
+        Py_XDECREF(r);
+    }
+    PyGILState_Release(g);
+}
+
 static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
 {
     static char* kwlist[] = {"unhandled_error", NULL};
@@ -1755,6 +1772,9 @@ static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
     }
     /* not executing: isValid() of a root (the C++ reference's bool cast) */
     int idle = self->owns && self->bsi->api->isValid(self->bsi);
+    if (idle && futoin_steps_is_native(self->bsi)) {
+        futoin_steps_set_cancelled(self->bsi, root_cancelled, self); /* cleared before the root goes */
+    }
     if (idle) {
         pyfrag_drop_old_runs(self);
     }
@@ -2006,6 +2026,9 @@ static void Steps_dealloc(StepsObject* self)
     }
     if (self->bsi && self->owns) {
         PyObject* before = g_fatal;
+        if (futoin_steps_is_native(self->bsi)) {
+            futoin_steps_set_cancelled(self->bsi, NULL, NULL); /* this object is half gone */
+        }
         self->bsi->api->free(self->bsi); /* its steps' memory goes: they unlink */
         if (g_fatal != before && fatal_raise()) {
             /* a cleanup's KeyboardInterrupt: reported as from any __del__
@@ -2977,8 +3000,8 @@ static PyObject* mod_release_step_handle(PyObject* m, PyObject* cap)
 static PyObject* mod_setup(PyObject* m, PyObject* args)
 {
     (void)m;
-    PyObject *err, *state, *view;
-    if (!PyArg_ParseTuple(args, "OOO!", &err, &state, &PyType_Type, &view)) {
+    PyObject *err, *state, *view, *cancelled;
+    if (!PyArg_ParseTuple(args, "OOO!O", &err, &state, &PyType_Type, &view, &cancelled)) {
         return NULL;
     }
     if (!PyType_IsSubtype((PyTypeObject*)view, &StepsType)) {
@@ -2991,6 +3014,8 @@ static PyObject* mod_setup(PyObject* m, PyObject* args)
     Py_XSETREF(g_FutoInError, err);
     Py_XSETREF(g_State, state);
     Py_XSETREF(g_ViewType, (PyTypeObject*)view);
+    Py_INCREF(cancelled);
+    Py_XSETREF(g_on_cancelled, cancelled);
     Py_RETURN_NONE;
 }
 
