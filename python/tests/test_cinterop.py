@@ -167,6 +167,27 @@ void c_cancel(FutoInAsyncSteps* bsi)
     bsi->api->cancel(bsi);
 }
 
+/* a flow made and run by C code: root gets (f, data) with c_recover */
+void c_add_recovered(FutoInAsyncSteps* root, FutoInAsyncSteps_execute_callback f, void* data)
+{
+    root->api->add(root, data, f, c_recover);
+}
+
+void c_execute(FutoInAsyncSteps* root)
+{
+    root->api->execute(root, NULL, NULL);
+}
+
+void c_free(FutoInAsyncSteps* root)
+{
+    root->api->free(root);
+}
+
+const char* c_last_msg(void)
+{
+    return g_msg;
+}
+
 /* called directly through ctypes with a step's binary() */
 int c_is_same_thread(FutoInAsyncSteps* bsi)
 {
@@ -486,3 +507,39 @@ def test_root_cancelled_by_c_cancels_its_promise():
 
     assert asyncio.run(main()) == (True, False)
     assert cancelled == [True]
+
+
+def test_system_exit_in_a_flow_run_by_c_stays_in_that_flow(virtual_tool, monkeypatch):
+    # no call of ours runs it: reported as from a C callback; it was kept and
+    # raised by the next, unrelated run() of this thread
+    import sys
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_type))
+    ext = ctypes.CDLL(futoin_polyglot._futoin.__file__)
+    ext.futoin_tool_new.restype = ctypes.c_void_p
+    ext.futoin_steps_new.restype = ctypes.c_void_p
+    ext.futoin_steps_new.argtypes = [ctypes.c_void_p]
+    ext.futoin_tool_run.argtypes = [ctypes.c_void_p]
+    ext.futoin_tool_free.argtypes = [ctypes.c_void_p]
+    lib = clib()
+    lib.c_add_recovered.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.c_execute.argtypes = [ctypes.c_void_p]
+    lib.c_free.argtypes = [ctypes.c_void_p]
+    lib.c_last_msg.restype = ctypes.c_char_p
+
+    def bye(as_):
+        raise SystemExit(3)
+
+    handle = StepHandle(bye, virtual_tool)
+    tool = ext.futoin_tool_new()
+    root = ext.futoin_steps_new(tool)
+    lib.c_add_recovered(root, handle.execute_callback, handle.data)
+    lib.c_execute(root)
+    ext.futoin_tool_run(tool)
+    lib.c_free(root)
+    ext.futoin_tool_free(tool)
+    handle.close()
+    assert lib.c_last_msg() == b"C handled SystemExit/3"
+    assert reported == [SystemExit]
+    assert AsyncSteps(virtual_tool).add(lambda as_: as_.success("unrelated")).run() == "unrelated"

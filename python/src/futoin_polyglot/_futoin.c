@@ -674,13 +674,24 @@ static void exc_code_info(PyObject* type, PyObject* value, PyObject** code_o, Py
 /* per thread: each thread's run() re-raises its own */
 static _Thread_local PyObject* g_fatal;
 
+/* inside a call of ours that runs flows and then raises the kept one
+ * (run(), iterate(), cancel() ...): else a flow driven by C runs */
+static _Thread_local int g_entered;
+
 static void fatal_keep(PyObject* value)
 {
     if (!g_fatal && value
             && (PyObject_IsInstance(value, PyExc_KeyboardInterrupt) == 1
                 || PyObject_IsInstance(value, PyExc_SystemExit) == 1)) {
-        Py_INCREF(value);
-        g_fatal = value;
+        if (g_entered) {
+            Py_INCREF(value);
+            g_fatal = value;
+        } else {
+            /* no call of ours to leave: reported as from any callback of
+             * C, not raised by a later, unrelated run() */
+            PyErr_SetObject((PyObject*)Py_TYPE(value), value);
+            PyErr_WriteUnraisable(NULL);
+        }
     }
     PyErr_Clear();
 }
@@ -1677,7 +1688,9 @@ static PyObject* Steps_cancel(StepsObject* self, PyObject* unused)
         return NULL;
     }
     PyObject* before = g_fatal;
+    ++g_entered;
     self->bsi->api->cancel(self->bsi);
+    --g_entered;
     if (g_fatal != before && fatal_raise()) {
         return NULL; /* a cancel handler's KeyboardInterrupt: from this call, not a later run() */
     }
@@ -1888,7 +1901,9 @@ static PyObject* Steps_execute_burst(StepsObject* self, PyObject* unused)
     if (check_usable(self)) {
         return NULL;
     }
+    ++g_entered;
     int ran = futoin_steps_execute_burst(self->bsi);
+    --g_entered;
     if (fatal_raise()) {
         return NULL;
     }
@@ -1927,7 +1942,9 @@ static PyObject* Steps_free(StepsObject* self, PyObject* unused)
     (void)unused;
     PyObject* before = g_fatal;
     if (self->bsi && self->owns) {
+        ++g_entered;
         self->bsi->api->free(self->bsi);
+        --g_entered;
     }
     self->bsi = NULL;
     if (g_fatal != before && fatal_raise()) {
@@ -2029,7 +2046,9 @@ static void Steps_dealloc(StepsObject* self)
         if (futoin_steps_is_native(self->bsi)) {
             futoin_steps_set_cancelled(self->bsi, NULL, NULL); /* this object is half gone */
         }
+        ++g_entered;
         self->bsi->api->free(self->bsi); /* its steps' memory goes: they unlink */
+        --g_entered;
         if (g_fatal != before && fatal_raise()) {
             /* a cleanup's KeyboardInterrupt: reported as from any __del__
              * (with the tool: this object is half gone, its repr unsafe) */
@@ -2394,7 +2413,9 @@ static PyObject* Tool_run(ToolObject* self, PyObject* unused)
 static PyObject* Tool_run_loop(ToolObject* self)
 {
     for (;;) {
+        ++g_entered;
         futoin_tool_iterate(self->tool, 0);
+        --g_entered;
         if (fatal_raise() || PyErr_CheckSignals() != 0) {
             return NULL;
         }
@@ -2415,7 +2436,9 @@ static PyObject* Tool_iterate(ToolObject* self, PyObject* args)
     if (!PyArg_ParseTuple(args, "|L", &max_ll) || u32_of(max_ll, "iterate(max_tasks)", &max)) {
         return NULL;
     }
+    ++g_entered;
     int64_t d = futoin_tool_iterate(self->tool, max);
+    --g_entered;
     if (fatal_raise()) {
         return NULL;
     }
