@@ -543,3 +543,25 @@ def test_system_exit_in_a_flow_run_by_c_stays_in_that_flow(virtual_tool, monkeyp
     assert lib.c_last_msg() == b"C handled SystemExit/3"
     assert reported == [SystemExit]
     assert AsyncSteps(virtual_tool).add(lambda as_: as_.success("unrelated")).run() == "unrelated"
+
+
+def test_c_step_with_a_python_error_handler(virtual_tool):
+    # DESIGN: a C sub-step whose error handler is in another language
+    seen = []
+
+    def onerror(as_, code):
+        seen.append((code, as_.state.error_info))
+        as_.success("python recovered")
+
+    root = AsyncSteps(virtual_tool)
+    root.add(lambda as_: as_.success(20))
+    root.add(cstep("c_fail"), onerror)
+    assert root.run() == "python recovered"
+    assert seen == [("CError", "raised in C")]
+    # the C function still gets its own data and the values
+    n = ctypes.c_int32(7)
+    root = AsyncSteps(virtual_tool)
+    root.add(cstep("c_answer", ctypes.addressof(n), keep=n), lambda as_, code: None)
+    assert root.run() == 7
+    with pytest.raises(TypeError, match="one error handler"):
+        AsyncSteps(virtual_tool).add(cstep("c_fail", onerror=cstep("c_recover")), lambda as_, code: None)

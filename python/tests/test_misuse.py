@@ -156,10 +156,12 @@ def test_cstep_is_not_callable():
         step(None)
 
 
-def test_cstep_refuses_python_onerror(virtual_tool):
+def test_cstep_with_a_c_error_handler_refuses_a_python_one_too(virtual_tool):
     as_ = AsyncSteps(virtual_tool)
     with pytest.raises(TypeError):
-        as_.add(CStep(1234), lambda as_, code: None)
+        as_.add(CStep(1234, onerror=CStep(5678)), lambda as_, code: None)
+    with pytest.raises(TypeError):
+        as_.add(CStep(1234), CStep(5678))
     as_.success_step(1)
     assert as_.run() == 1
 

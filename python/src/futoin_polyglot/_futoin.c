@@ -967,6 +967,15 @@ typedef struct CStepObject
 
 static PyTypeObject CStepType;
 
+/* a C step with a Python error handler: the C function gets its own data */
+static void tr_cexec(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    const CStepObject* c = (const CStepObject*)((pyfrag*)data)->func; /* fixed once made: no GIL */
+    FutoInAsyncSteps_execute_callback fn;
+    memcpy(&fn, &c->fn, sizeof(fn));
+    fn(bsi, c->data, args);
+}
+
 /* ---- AsyncSteps methods ---- */
 
 static int check_usable(StepsObject* self)
@@ -1042,11 +1051,6 @@ static int add_step(StepsObject* self, FutoInAsyncSteps* target, PyObject* func,
     self->went_on = 1;
     if (PyObject_TypeCheck(func, &CStepType)) {
         CStepObject* c = (CStepObject*)func;
-        if (onerror && onerror != Py_None) {
-            /* a Python handler for a C step: the C function gets the data */
-            PyErr_SetString(PyExc_TypeError, "give a C step its C error handler as CStep(..., onerror=...)");
-            return -1;
-        }
         PyObject* eh = PyObject_GetAttrString(func, "onerror");
         void* ehfn = NULL;
         if (eh && PyObject_TypeCheck(eh, &CStepType)) {
@@ -1054,6 +1058,22 @@ static int add_step(StepsObject* self, FutoInAsyncSteps* target, PyObject* func,
         }
         PyErr_Clear();
         Py_XDECREF(eh);
+        if (onerror && onerror != Py_None) {
+            if (ehfn || PyObject_TypeCheck(onerror, &CStepType)) {
+                PyErr_SetString(PyExc_TypeError,
+                                "a C step takes one error handler: a Python one here, or a C one as "
+                                "CStep(..., onerror=...)");
+                return -1;
+            }
+            /* a Python handler: the C function is called with its own data */
+            pyfrag* f = pyfrag_new(target, func, onerror, self->tool);
+            if (!f) {
+                return -1;
+            }
+            pyfrag_hold(self, target, f);
+            target->api->add(target, f, tr_cexec, tr_error);
+            return 0;
+        }
         FutoInAsyncSteps_execute_callback f;
         FutoInAsyncSteps_error_callback e;
         memcpy(&f, &c->fn, sizeof(f));
