@@ -88,10 +88,10 @@ declare namespace $as {
 
         /**
          * Add a sub-step. A C step (native.cstep()) takes its C error handler
-         * from cstep(..., {onerror}) and no `onerror` here.
+         * from cstep(..., {onerror}) or a JS one here, not both.
          */
         add(func: ExecFunc, onerror?: ErrorFunc | null): this;
-        add(step: CStep): this;
+        add(step: CStep, onerror?: ErrorFunc | null): this;
 
         /** Add a step whose branches (added to the result) run quasi-parallel. */
         parallel(onerror?: ErrorFunc | null): ParallelStep;
@@ -165,7 +165,7 @@ declare namespace $as {
     /** The object parallel() returns: add() its branches. */
     interface ParallelStep {
         add(func: ExecFunc, onerror?: ErrorFunc | null): this;
-        add(step: CStep): this;
+        add(step: CStep, onerror?: ErrorFunc | null): this;
         /** Set state.error_info and state.last_exception, then throw (futoin-polyglot extra). */
         error(name: string, error_info?: string): never;
         isAsyncSteps(): boolean;

@@ -105,11 +105,25 @@ const hasEh = (onerror) => onerror !== undefined && onerror !== null;
 const isCStep = (f) => f !== null && typeof f === 'object' && typeof f.fn === 'bigint' &&
     f.constructor !== undefined && f.constructor.name === 'CStep';
 
+/* a C step's error handler: its C one (cstep(lib, name, {onerror})) or a
+ * JS one given to add(), not both */
+const checkCEh = (owner, step, onerror) => {
+    if (hasEh(onerror)) {
+        checkOnError(owner, onerror);
+        if (step.onerror) {
+            throw new TypeError('a C step takes one error handler: a JS one here, or a C one as ' +
+                'cstep(lib, name, {onerror})');
+        }
+    }
+};
+
 const addC = (h, step, onerror) => {
     if (hasEh(onerror)) {
-        throw new TypeError('a C step takes its C error handler: cstep(lib, name, {onerror})');
+        // the C function gets its own data; the handler is a JS one
+        N.addC(h, step.fn, 0n, step.data, register(undefined, onerror));
+    } else {
+        N.addC(h, step.fn, step.onerror, step.data);
     }
-    N.addC(h, step.fn, step.onerror, step.data);
 };
 
 /* a JS callback pair, registered: its index */
@@ -476,6 +490,7 @@ class AsyncStepProtector {
     add(func, onerror) {
         sanity(this);
         if (typeof func !== 'function' && isCStep(func)) {
+            checkCEh(this, func, onerror);
             addC(this._h, func, onerror);
             this._f |= F_ADDED;
             return this;
@@ -688,11 +703,9 @@ class ParallelStep {
 
     add(func, onerror) {
         if (typeof func !== 'function' && isCStep(func)) {
-            if (hasEh(onerror)) {
-                addC(0, func, onerror); // throws the TypeError
-            }
+            checkCEh(this, func, onerror);
             if (this._h === undefined) {
-                this._branches.push(func, undefined);
+                this._branches.push(func, onerror);
                 this._root._slow = true; // applied on a C root at execute()
             } else {
                 addC(this._h, func, onerror);
@@ -798,9 +811,7 @@ class AsyncSteps {
 
     add(func, onerror) {
         if (typeof func !== 'function' && isCStep(func)) {
-            if (hasEh(onerror)) {
-                addC(0, func, onerror); // throws the TypeError
-            }
+            checkCEh(this, func, onerror);
             if (this._foreign || this._direct) {
                 addC(this._h, func, onerror);
                 return this;
@@ -962,7 +973,7 @@ class AsyncSteps {
                 const br = ops[i + 1]._branches;
                 for (let j = 0; j < br.length; j += 2) {
                     if (typeof br[j] !== 'function') {
-                        addC(p, br[j], undefined);
+                        addC(p, br[j], br[j + 1]);
                     } else {
                         N.add(p, register(br[j], br[j + 1]), hasEh(br[j + 1]));
                     }

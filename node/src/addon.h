@@ -270,6 +270,9 @@ napi_value js_throw_error(napi_env env, const char* code, const char* msg);
 /* steps (steps.c) */
 napi_status js_steps_register(napi_env env, napi_value exports);
 jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r, uint32_t k);
+/* addC() with a JS error handler (registry index k): 0, or -1 out of memory */
+int js_add_c_with_js_eh(FutoInAsyncSteps* bsi, jroot* r, FutoInAsyncSteps_execute_callback fn, void* data,
+                        uint32_t k);
 void js_flush_ops(jsenv* e);
 /* run the JS callback k of f's root for `bsi`; mode 1 keeps the callback */
 void js_run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i);

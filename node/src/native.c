@@ -144,11 +144,12 @@ static napi_value n_symbol(napi_env env, napi_callback_info info)
     return js_addr(env, sym);
 }
 
-/* addC(h, execute, onerror, data): a C step (addresses as BigInts) */
+/* addC(h, execute, onerror, data[, k]): a C step (addresses as BigInts);
+ * k: the registry index of a JS error handler instead of a C one */
 static napi_value n_add_c(napi_env env, napi_callback_info info)
 {
-    size_t argc = 4;
-    napi_value argv[4];
+    size_t argc = 5;
+    napi_value argv[5];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
     ++tl_env->sh[SH_TOUCH];
     if (tl_env->sh[SH_OPS_N]) {
@@ -167,6 +168,13 @@ static napi_value n_add_c(napi_env env, napi_callback_info info)
     FutoInAsyncSteps_error_callback ec;
     memcpy(&fc, &f, sizeof(fc));
     memcpy(&ec, &eh, sizeof(ec));
+    uint32_t k;
+    if (argc >= 5 && napi_get_value_uint32(env, argv[4], &k) == napi_ok) {
+        if (js_add_c_with_js_eh(h->bsi, h->root, fc, data, k) != 0) {
+            return js_throw_error(env, "InternalError", "add() on a completed step");
+        }
+        return NULL;
+    }
     h->bsi->api->add(h->bsi, data, fc, ec);
     return NULL;
 }

@@ -99,6 +99,37 @@ jfrag* jr_frag(FutoInAsyncSteps* owner, jroot* r, uint32_t k)
     return frag_init(owner->api->stack(owner, sizeof(jfrag), frag_cleanup), r, k);
 }
 
+/* a C step whose error handler is JS (registry index k): the C function
+ * is called with its own data */
+typedef struct jcfrag
+{
+    jfrag f;
+    FutoInAsyncSteps_execute_callback fn;
+    void* data;
+} jcfrag;
+
+static void tr_cexec(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    const jcfrag* c = data;
+    c->fn(bsi, c->data, args);
+}
+
+static FutoInAsyncSteps_error_callback eh_cb(const jroot* r);
+
+int js_add_c_with_js_eh(FutoInAsyncSteps* bsi, jroot* r, FutoInAsyncSteps_execute_callback fn, void* data,
+                        uint32_t k)
+{
+    jcfrag* c = bsi->api->stack(bsi, sizeof(jcfrag), frag_cleanup);
+    if (!frag_init(c ? &c->f : NULL, r, k)) {
+        release_k(tl_env, k); /* the handler registered for it */
+        return -1;
+    }
+    c->fn = fn;
+    c->data = data;
+    bsi->api->add(bsi, c, tr_cexec, eh_cb(r));
+    return 0;
+}
+
 /* ---- step handles that outlive the callback ---- */
 
 typedef struct slot_keep

@@ -256,6 +256,38 @@ if (isPolyglot) {
         assert.deepStrictEqual(r.args, ['C handled CFail']);
     });
 
+    test('a C step with a JS error handler, on a root, a step and a parallel', T, async () => {
+        // DESIGN: a C step whose error handler is in another language; it
+        // was refused with TypeError
+        const seen = [];
+        const onerror = (as, err) => {
+            seen.push([err, as.state.error_info]);
+            as.success('js recovered');
+        };
+        const root = $as();
+        root.add(native.cstep(lib, 't_fail'), onerror);
+        root.add((as, v) => as.success(v, 'root'));
+        assert.deepStrictEqual(await new Promise((resolve) => {
+            root.add((as, ...args) => resolve(args));
+            root.execute();
+        }), ['js recovered', 'root']);
+        const r = await runFlow((as) => {
+            as.add(native.cstep(lib, 't_data', { data: 9n }), onerror); // its own data, no error
+            as.add((as, v) => {
+                seen.push(['data', v]);
+                as.add(native.cstep(lib, 't_fail'), onerror);
+            });
+            as.parallel().add(native.cstep(lib, 't_fail'), onerror);
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(seen, [
+            ['CFail', 'failed in C'], ['data', 9], ['CFail', 'failed in C'], ['CFail', 'failed in C'],
+        ]);
+        assert.throws(() => $as().add(native.cstep(lib, 't_fail', { onerror: 't_recover' }), onerror),
+            /one error handler/);
+        assert.throws(() => $as().add(native.cstep(lib, 't_fail'), 'not a function'), TypeError);
+    });
+
     test('a JS error handler catches a C error of a sub-step', T, async () => {
         const r = await runFlow((as) => {
             as.add(
@@ -396,7 +428,8 @@ if (isPolyglot) {
         assert.throws(() => native.cstep(path.join(path.dirname(lib), 'missing.so'), 't_double'));
         assert.throws(() => native.symbol(1, 2), TypeError);
         assert.throws(() => native.binary({}), TypeError);
-        assert.throws(() => $as().add(native.cstep(lib, 't_double'), (as, err) => {}), TypeError);
+        assert.throws(() => $as().add(native.cstep(lib, 't_fail', { onerror: 't_recover' }), (as, err) => {}),
+            TypeError);
         // addresses that can be no object were read: a crash
         for (const bad of [1, 12345n, 0x100001n, 2n ** 60n]) {
             assert.strictEqual(native.isNative(bad), false);

@@ -159,8 +159,7 @@ void [address, csOptions, fnAddr, isAs, isN, toolPtr];
 
 // @ts-expect-error a step must be a function or a CStep
 root.add('not a function');
-// @ts-expect-error a C step takes its error handler from cstep()
-root.add(cs, onerror);
+root.add(cs, onerror); // a C step with a JS error handler
 // @ts-expect-error an error handler takes (as, err)
 root.add(step, (as: $as.AsyncStepProtector, err: number) => {});
 // @ts-expect-error success() is on the step interface, not on a root
