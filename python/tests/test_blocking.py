@@ -395,3 +395,43 @@ def test_run_of_a_root_cancelled_through_the_binary_interface(virtual_tool):
     root.add(step)
     with pytest.raises(concurrent.futures.CancelledError):
         root.run()
+
+
+def test_run_waits_for_another_python_thread_to_complete_the_step(virtual_tool, monkeypatch):
+    # README: as_() works from any thread under run(); without tool.ref() the
+    # run() used to give up ("did not complete") once its thread had nothing to do
+    import futoin_polyglot as fp
+
+    idle = threading.Event()
+    real = fp._other_threads
+
+    def others():
+        idle.set()  # the completing thread goes on only once run() is idle
+        return real()
+
+    monkeypatch.setattr(fp, "_other_threads", others)
+
+    def step(as_):
+        as_.wait_external()
+
+        def later():
+            idle.wait()
+            as_.success("from t2")
+
+        threading.Thread(target=later).start()
+
+    assert AsyncSteps(virtual_tool).add(step).run() == "from t2"
+
+
+def test_run_returns_when_its_flow_ends_while_a_ref_is_held(virtual_tool):
+    # it waited for the whole tool to be idle: forever while the ref was held
+    virtual_tool.ref()
+    try:
+        assert AsyncSteps(virtual_tool).add(lambda as_: as_.success("done")).run() == "done"
+    finally:
+        virtual_tool.unref()
+
+
+def test_run_of_a_flow_nothing_can_complete_still_fails(virtual_tool):
+    with pytest.raises(FutoInError, match="did not complete"):
+        AsyncSteps(virtual_tool).add(lambda as_: as_.wait_external()).run()

@@ -34,7 +34,7 @@ __all__ = [
 _SPECIAL_STATE = ("error_info", "last_exception", "async_stack")
 _running: "dict[int, AsyncSteps]" = {}  # roots whose flows are executing, by id
 _promised: "dict[int, asyncio.Future]" = {}  # their promise() futures, by root id
-_in_run: "dict[int, bool]" = {}  # roots in a blocking run(), by id: whether cancelled
+_in_run: "dict[int, dict]" = {}  # roots in a blocking run(), by id: its outcome box
 
 
 class State(dict):
@@ -358,8 +358,11 @@ class AsyncSteps(AsyncStepsBase):
     # -- without asyncio --
 
     def run(self):
-        """Execute and run this flow's tool until idle (blocking). Returns
-        the result like promise() or raises FutoInError."""
+        """Execute and run this flow's tool until the flow ends (blocking).
+        Returns the result like promise() or raises FutoInError. While the
+        flow waits for a completion that nothing on this thread can bring,
+        it waits for another Python thread to bring it, as long as one
+        runs."""
         self._tool._check_runnable()  # nested, or under asyncio: it would never return
         box = {}
 
@@ -372,20 +375,21 @@ class AsyncSteps(AsyncStepsBase):
 
         self._add_hidden(capture)
         key = id(self)
-        _in_run[key] = False
+        _in_run[key] = box
         try:
             self.execute(unhandled)
-            self._tool.run()
+            self._tool._run_flow(box, _other_threads)
         finally:
-            cancelled = _in_run.pop(key, False)
+            _in_run.pop(key, None)
         if "error" in box:
             raise box["error"]
-        if cancelled:
+        if box.get("cancelled"):
             raise concurrent.futures.CancelledError("the flow was cancelled")
         if "result" not in box:
             raise FutoInError(errors.InternalError,
-                              "the flow did not complete: it waits for an external event and nothing "
-                              "is scheduled (hold tool.ref() while another thread will complete it)")
+                              "the flow did not complete: it waits for an external event, nothing is "
+                              "scheduled and no other Python thread runs (C code completing it from a "
+                              "thread of its own: hold tool.ref() meanwhile)")
         return box["result"]
 
     def __repr__(self):
@@ -476,6 +480,14 @@ def _replay(target, model):
             _replay(p, rec[2])
 
 
+def _other_threads() -> bool:
+    """Whether a Python thread other than this one runs (one that may
+    complete a waiting step); threads C code made are not counted."""
+    me = threading.current_thread()
+    return any(t is not me and not isinstance(t, threading._DummyThread) and t.is_alive()
+               for t in threading.enumerate())
+
+
 def _flow_cancelled(root) -> None:
     """The engine cancelled a running flow of ``root``, whoever asked (this
     cancel(), C code, a wrap()ped view): its promise() future is cancelled,
@@ -483,8 +495,9 @@ def _flow_cancelled(root) -> None:
     key = id(root)
     if _running.get(key) is root:
         del _running[key]
-        if key in _in_run:
-            _in_run[key] = True
+        box = _in_run.get(key)
+        if box is not None:
+            box["cancelled"] = True
         fut = _promised.pop(key, None)
         if fut is not None and not fut.done() and not fut.get_loop().is_closed():
             fut.cancel()

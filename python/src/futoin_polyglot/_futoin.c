@@ -2387,7 +2387,7 @@ static void Tool_dealloc(ToolObject* self)
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-static PyObject* Tool_run_loop(ToolObject* self);
+static PyObject* Tool_run_loop(ToolObject* self, PyObject* box, PyObject* others);
 
 /* blocking run without asyncio: the GIL is released while waiting; Ctrl-C
  * raises KeyboardInterrupt here, with the flows left as they were */
@@ -2425,12 +2425,28 @@ static PyObject* Tool_run(ToolObject* self, PyObject* unused)
         return NULL;
     }
     self->running = 1;
-    PyObject* res = Tool_run_loop(self);
+    PyObject* res = Tool_run_loop(self, NULL, NULL);
     self->running = 0;
     return res;
 }
 
-static PyObject* Tool_run_loop(ToolObject* self)
+/* root.run(): _run_flow(box, others) runs until its flow put something in
+ * box (a result, an error, cancelled); when nothing can come from this
+ * thread but others() says another thread may complete a step, it waits
+ * for that (a post wakes it) */
+static PyObject* Tool_run_flow(ToolObject* self, PyObject* args)
+{
+    PyObject *box, *others;
+    if (!PyArg_ParseTuple(args, "O!O:_run_flow", &PyDict_Type, &box, &others) || tool_check_runnable(self)) {
+        return NULL;
+    }
+    self->running = 1;
+    PyObject* res = Tool_run_loop(self, box, others);
+    self->running = 0;
+    return res;
+}
+
+static PyObject* Tool_run_loop(ToolObject* self, PyObject* box, PyObject* others)
 {
     for (;;) {
         ++g_entered;
@@ -2439,12 +2455,28 @@ static PyObject* Tool_run_loop(ToolObject* self)
         if (fatal_raise() || PyErr_CheckSignals() != 0) {
             return NULL;
         }
+        if (box && PyDict_GET_SIZE(box)) {
+            break; /* its flow ended: other flows of the tool wait for the next run */
+        }
         int rc;
         Py_BEGIN_ALLOW_THREADS rc = futoin_tool_wait(self->tool, 100);
         Py_END_ALLOW_THREADS
-        if (rc != 0) {
+        if (rc == 0) {
+            continue;
+        }
+        PyObject* more = others ? PyObject_CallNoArgs(others) : NULL;
+        if (others && !more) {
+            return NULL;
+        }
+        int wait = more && PyObject_IsTrue(more) == 1;
+        Py_XDECREF(more);
+        if (!wait) {
             break;
         }
+        futoin_tool_ref(self->tool); /* waits for a post, not only a timer */
+        Py_BEGIN_ALLOW_THREADS futoin_tool_wait(self->tool, 50);
+        Py_END_ALLOW_THREADS
+        futoin_tool_unref(self->tool);
     }
     Py_RETURN_NONE;
 }
@@ -2758,6 +2790,7 @@ static PyObject* Tool_address(ToolObject* self, PyObject* unused)
 static PyMethodDef Tool_methods[] = {
         {"run", (PyCFunction)Tool_run, METH_NOARGS, "run until no immediate, timer or reference is left"},
         {"_check_runnable", (PyCFunction)Tool_check_runnable, METH_NOARGS, "RuntimeError if run() could not return"},
+        {"_run_flow", (PyCFunction)Tool_run_flow, METH_VARARGS, "run until box gets the flow's outcome"},
         {"iterate", (PyCFunction)Tool_iterate, METH_VARARGS, "one non-blocking turn; returns next delay"},
         {"next_delay", (PyCFunction)Tool_next_delay, METH_NOARGS, NULL},
         {"now", (PyCFunction)Tool_now, METH_NOARGS, "the tool's clock in ms"},
