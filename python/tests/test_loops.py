@@ -303,3 +303,25 @@ def test_loop_in_copied_model_runs_again(virtual_tool):
     a.run()
     b.run()
     assert count[0] == 6
+
+
+def test_break_and_continue_take_the_label_by_keyword(virtual_tool):
+    # README writes as_.break_loop(label=None); the C methods took no keywords
+    n = []
+
+    def body(as_):
+        n.append(1)
+        if len(n) == 1:
+            as_.continue_loop(label="L")
+        as_.break_loop(label="L")
+
+    root = AsyncSteps(virtual_tool)
+    root.loop(body, "L")
+    root.run()
+    assert len(n) == 2
+
+
+def test_annotation_aliases_exist_at_run_time():
+    from futoin_polyglot import CancelFunc, ErrorFunc, StepFunc
+
+    assert StepFunc and ErrorFunc and CancelFunc

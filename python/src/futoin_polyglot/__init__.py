@@ -12,6 +12,7 @@ import collections.abc
 import concurrent.futures
 import sys
 import threading
+import typing
 import weakref
 
 from . import errors
@@ -28,7 +29,7 @@ from .errors import FutoInError
 __all__ = [
     "AsyncSteps", "AsyncTool", "CStep", "FutoInError", "Handle", "ISync", "Limiter", "Mutex", "State",
     "StepHandle", "Throttle", "Tool", "errors", "get_tool", "is_native", "run", "wrap",
-    "ABI_VERSION", "CORE_VERSION",
+    "ABI_VERSION", "CORE_VERSION", "StepFunc", "ErrorFunc", "CancelFunc",
 ]
 
 _SPECIAL_STATE = ("error_info", "last_exception", "async_stack")
@@ -174,6 +175,12 @@ def run(tool: "Tool | None" = None) -> None:
 
 
 # ---- AsyncSteps ----
+
+# the callables the API takes, for type annotations (see __init__.pyi)
+StepFunc = typing.Callable[..., typing.Any]  # func(as_, *received_values)
+ErrorFunc = typing.Callable[["AsyncSteps", str], typing.Any]  # onerror(as_, code)
+CancelFunc = typing.Callable[["AsyncSteps"], typing.Any]  # cancel(as_)
+
 
 def _check_callable(func, what="step function"):
     if not callable(func) or isinstance(func, AsyncStepsBase):  # calling an AsyncSteps is success()

@@ -1247,10 +1247,11 @@ static PyObject* Steps_fail(StepsObject* self, PyObject* args)
     Py_RETURN_NONE;
 }
 
-static PyObject* loop_control(StepsObject* self, PyObject* args, const char* code)
+static PyObject* loop_control(StepsObject* self, PyObject* args, PyObject* kw, const char* code)
 {
+    static char* kwlist[] = {"label", NULL};
     PyObject* label = Py_None;
-    if (!PyArg_ParseTuple(args, "|O", &label) || check_usable(self)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &label) || check_usable(self)) {
         return NULL;
     }
     if (label != Py_None && !PyUnicode_Check(label)) {
@@ -1273,14 +1274,14 @@ static PyObject* loop_control(StepsObject* self, PyObject* args, const char* cod
     return NULL;
 }
 
-static PyObject* Steps_break_loop(StepsObject* self, PyObject* args)
+static PyObject* Steps_break_loop(StepsObject* self, PyObject* args, PyObject* kw)
 {
-    return loop_control(self, args, "LoopBreak");
+    return loop_control(self, args, kw, "LoopBreak");
 }
 
-static PyObject* Steps_continue_loop(StepsObject* self, PyObject* args)
+static PyObject* Steps_continue_loop(StepsObject* self, PyObject* args, PyObject* kw)
 {
-    return loop_control(self, args, "LoopCont");
+    return loop_control(self, args, kw, "LoopCont");
 }
 
 static PyObject* Steps_set_timeout(StepsObject* self, PyObject* arg)
@@ -2124,8 +2125,10 @@ static PyMethodDef Steps_methods[] = {
          "success(*args): complete the step (from any thread)"},
         {"error", (PyCFunction)(void (*)(void))Steps_error, METH_VARARGS | METH_KEYWORDS,
          "error(code, info=None): fail the step; always raises FutoInError"},
-        {"break_loop", (PyCFunction)Steps_break_loop, METH_VARARGS, "break_loop(label=None)"},
-        {"continue_loop", (PyCFunction)Steps_continue_loop, METH_VARARGS, "continue_loop(label=None)"},
+        {"break_loop", (PyCFunction)(void (*)(void))Steps_break_loop, METH_VARARGS | METH_KEYWORDS,
+         "break_loop(label=None)"},
+        {"continue_loop", (PyCFunction)(void (*)(void))Steps_continue_loop, METH_VARARGS | METH_KEYWORDS,
+         "continue_loop(label=None)"},
         {"set_timeout", (PyCFunction)Steps_set_timeout, METH_O, "set_timeout(ms)"},
         {"set_cancel", (PyCFunction)Steps_set_cancel, METH_O, "set_cancel(func(as_))"},
         {"wait_external", (PyCFunction)Steps_wait_external, METH_NOARGS, "wait_external()"},
