@@ -81,8 +81,9 @@ declare namespace $as {
     interface AsyncStepsBase {
         /**
          * The flow's state object. On a step interface it reads null once
-         * the step ended (as in futoin-asyncsteps), so a late callback can
-         * test `if (as.state) as.success()`.
+         * the step ended (as in futoin-asyncsteps); typed for the common use
+         * inside the step, so a late callback tests
+         * `(as.state as State | null) !== null` before `as.success()`.
          */
         state: State;
 

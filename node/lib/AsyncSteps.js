@@ -1016,7 +1016,10 @@ class AsyncSteps {
     }
 
     get _exec_stack() {
-        return isProduction ? NO_EXEC_STACK : this._es;
+        if (isProduction) {
+            return NO_EXEC_STACK;
+        }
+        return this._es || (this._es = []); // [] before execute() too, as the reference
     }
 
     _handle_success() {

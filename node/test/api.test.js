@@ -521,6 +521,14 @@ test('_exec_stack of the root ends with the step function that runs', T, async (
     assert.deepStrictEqual(seen, [true]);
 });
 
+test('_exec_stack of a root before execute() is an empty array', T, () => {
+    if (process.env.NODE_ENV === 'production') {
+        return;
+    }
+    // as in futoin-asyncsteps (it was undefined)
+    assert.deepStrictEqual($as().add((as) => {})._exec_stack, []);
+});
+
 test('successStep() before add() in a step: the first sub-step gets its values', T, async () => {
     const seen = [];
     await runFlow((as) => {
