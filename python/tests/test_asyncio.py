@@ -629,3 +629,25 @@ def test_await_of_a_coroutine_in_a_model_copied_twice(arun):
 
     arun(main())
 
+
+
+def test_keyboard_interrupt_in_an_awaited_flow_leaves_no_unretrieved_future():
+    # it leaves asyncio.run(); its promise's FutoInError was reported at exit
+    # as "Future exception was never retrieved"
+    import subprocess
+
+    code = (
+        "import asyncio\n"
+        "from futoin_polyglot import AsyncSteps\n"
+        "def s(as_):\n"
+        "    raise KeyboardInterrupt()\n"
+        "async def main():\n"
+        "    await AsyncSteps().add(s)\n"
+        "try:\n"
+        "    asyncio.run(main())\n"
+        "except KeyboardInterrupt:\n"
+        "    print('left')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "left"
+    assert "never retrieved" not in r.stderr

@@ -333,7 +333,10 @@ class AsyncSteps(AsyncStepsBase):
             _promised.pop(key, None)
             if not fut.done():
                 st = as_.state
-                fut.set_exception(FutoInError(code, st["error_info"], st["last_exception"]))
+                exc = st["last_exception"]
+                fut.set_exception(FutoInError(code, st["error_info"], exc))
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    fut.exception()  # it leaves the loop itself: no "never retrieved" report
 
         self._add_hidden(capture)
         AsyncStepsBase.execute(self, unhandled)
