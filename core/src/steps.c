@@ -1559,27 +1559,33 @@ int futoin_steps_execute_burst(FutoInAsyncSteps* root)
     return execute_burst(root, 0);
 }
 
+/* the flow of a root of ours, or NULL reported (the hooks are ignored) */
+static fflow* hook_flow(FutoInAsyncSteps* root, const char* what)
+{
+    if (!futoin_steps_is_native(root) || fstep_of(root)->kind != FK_ROOT) {
+        fprintf(stderr, "futoin: InternalError: %s(): not a root of this library (ignored)\n", what);
+        return NULL;
+    }
+    return fstep_of(root)->flow;
+}
+
 void futoin_steps_set_cancelled(FutoInAsyncSteps* root, void (*cancelled)(FutoInAsyncSteps* root, void* data),
                                 void* data)
 {
-    if (!futoin_steps_is_native(root) || fstep_of(root)->kind != FK_ROOT) {
-        fprintf(stderr, "futoin: InternalError: futoin_steps_set_cancelled(): not a root of this library (ignored)\n");
-        return;
+    fflow* fl = hook_flow(root, "futoin_steps_set_cancelled");
+    if (fl) {
+        fl->cancelled = cancelled;
+        fl->cancelled_data = data;
     }
-    fflow* fl = fstep_of(root)->flow;
-    fl->cancelled = cancelled;
-    fl->cancelled_data = data;
 }
 
 void futoin_steps_set_done(FutoInAsyncSteps* root, void (*done)(FutoInAsyncSteps* root, void* data), void* data)
 {
-    if (!futoin_steps_is_native(root) || fstep_of(root)->kind != FK_ROOT) {
-        fprintf(stderr, "futoin: InternalError: futoin_steps_set_done(): not a root of this library (ignored)\n");
-        return;
+    fflow* fl = hook_flow(root, "futoin_steps_set_done");
+    if (fl) {
+        fl->done = done;
+        fl->done_data = data;
     }
-    fflow* fl = fstep_of(root)->flow;
-    fl->done = done;
-    fl->done_data = data;
 }
 
 int futoin_steps_execute_nested(FutoInAsyncSteps* root)

@@ -188,6 +188,13 @@ const char* c_last_msg(void)
     return g_msg;
 }
 
+/* C code syncs its sub-step c_answer on the FutoInSync* given as data */
+void c_add_synced(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->addSync(bsi, (FutoInSync*)data, NULL, c_answer, NULL);
+}
+
 /* called directly through ctypes with a step's binary() */
 int c_is_same_thread(FutoInAsyncSteps* bsi)
 {
@@ -565,3 +572,25 @@ def test_c_step_with_a_python_error_handler(virtual_tool):
     assert root.run() == 7
     with pytest.raises(TypeError, match="one error handler"):
         AsyncSteps(virtual_tool).add(cstep("c_fail", onerror=cstep("c_recover")), lambda as_, code: None)
+
+
+def test_python_sync_objects_guard_c_steps_through_sync_address(virtual_tool):
+    from futoin_polyglot import ISync, Mutex, sync_address
+
+    log = []
+
+    class Logged(ISync):
+        def lock(self, as_):
+            log.append("lock")
+
+        def unlock(self, as_):
+            log.append("unlock")
+
+    for obj in (Logged(), Mutex(tool=virtual_tool)):
+        root = AsyncSteps(virtual_tool)
+        root.add(cstep("c_add_synced", sync_address(obj), keep=obj))
+        assert root.run() == 42
+    assert log == ["lock", "unlock"]
+    assert sync_address(obj) == sync_address(obj)
+    with pytest.raises(TypeError):
+        sync_address(5)

@@ -17,7 +17,7 @@ import weakref
 
 from . import errors
 from ._futoin import ABI_VERSION, CORE_VERSION, AsyncStepsBase, CStep, Handle, Tool
-from ._futoin import _setup, is_native
+from ._futoin import _setup, is_native, sync_address
 from ._futoin import limiter_new as _limiter_new
 from ._futoin import mutex_new as _mutex_new
 from ._futoin import release_step_handle as _release_step_handle
@@ -29,7 +29,7 @@ from .errors import FutoInError
 __all__ = [
     "AsyncSteps", "AsyncTool", "CStep", "FutoInError", "Handle", "ISync", "Limiter", "Mutex", "State",
     "StepHandle", "Throttle", "Tool", "errors", "get_tool", "is_native", "run", "wrap",
-    "ABI_VERSION", "CORE_VERSION", "StepFunc", "ErrorFunc", "CancelFunc",
+    "ABI_VERSION", "CORE_VERSION", "StepFunc", "ErrorFunc", "CancelFunc", "sync_address",
 ]
 
 _SPECIAL_STATE = ("error_info", "last_exception", "async_stack")

@@ -7,7 +7,7 @@ from .errors import FutoInError as FutoInError
 __all__ = [
     "AsyncSteps", "AsyncTool", "CStep", "FutoInError", "Handle", "ISync", "Limiter", "Mutex", "State",
     "StepHandle", "Throttle", "Tool", "errors", "get_tool", "is_native", "run", "wrap",
-    "ABI_VERSION", "CORE_VERSION", "StepFunc", "ErrorFunc", "CancelFunc",
+    "ABI_VERSION", "CORE_VERSION", "StepFunc", "ErrorFunc", "CancelFunc", "sync_address",
 ]
 
 ABI_VERSION: int
@@ -47,6 +47,7 @@ def get_tool() -> Tool: ...
 def run(tool: Optional[Tool] = ...) -> None: ...
 def wrap(pointer: Any, tool: Optional[Tool] = ...) -> AsyncSteps: ...
 def is_native(address: int, /) -> bool: ...
+def sync_address(obj: "ISync", /) -> int: ...  # its FutoInSync* for addSync() of C code
 
 class StepHandle:
     execute_callback: int

@@ -2912,6 +2912,15 @@ static PyObject* mod_is_native(PyObject* m, PyObject* addr)
     return PyBool_FromLong(futoin_steps_is_native(p));
 }
 
+/* sync_address(obj): the FutoInSync* C code passes to addSync() (ours, or
+ * an ISync's adapter kept by the object: valid while obj lives) */
+static PyObject* mod_sync_address(PyObject* m, PyObject* obj)
+{
+    (void)m;
+    FutoInSync* s = sync_of(obj);
+    return s ? PyLong_FromVoidPtr(s) : NULL;
+}
+
 /* the capsule keeps the object's tool alive: freeing the object stops its
  * timers on that tool */
 static void sync_capsule_free(PyObject* cap)
@@ -3101,6 +3110,7 @@ static PyObject* mod_setup(PyObject* m, PyObject* args)
 static PyMethodDef mod_methods[] = {
         {"wrap", mod_wrap, METH_VARARGS, "wrap(address_or_capsule, tool=None): view over a FutoInAsyncSteps*"},
         {"is_native", mod_is_native, METH_O, "True if the pointer comes from this core"},
+        {"sync_address", mod_sync_address, METH_O, "sync_address(obj): its FutoInSync* for C code"},
         {"mutex_new", mod_mutex_new, METH_VARARGS, NULL},
         {"throttle_new", mod_throttle_new, METH_VARARGS, NULL},
         {"limiter_new", mod_limiter_new, METH_VARARGS, NULL},
