@@ -121,6 +121,7 @@ static void env_cleanup(void* arg)
      * live table is V8's and may be gone */
     e->live = NULL;
     e->gens = NULL;
+    e->gone = 1; /* JS values C still holds are not released any more */
     if (tl_env == e) {
         tl_env = NULL;
     }
@@ -203,6 +204,7 @@ static napi_value module_init(napi_env env, napi_value exports)
         return js_throw_error(env, "InternalError", "out of memory");
     }
     e->env = env;
+    jv_init(e);
     e->tool = futoin_tool_new();
     e->test_tool = futoin_tool_new();
     if (!e->tool || !e->test_tool) {

@@ -16,6 +16,8 @@
 #include <node_api.h>
 #include <uv.h>
 
+#include <pthread.h>
+
 #include <stdint.h>
 
 #define NAPI_OK(call)                                                                              \
@@ -52,6 +54,33 @@ enum hkind
 typedef struct jroot jroot;
 typedef struct jfrag jfrag;
 typedef struct jsenv jsenv;
+
+/* The type of a JS value C code holds, one set per instance: its cleanup
+ * finds the instance, also on a thread of C code (values.c) */
+typedef struct jvtype
+{
+    FutoInType t;
+    jsenv* e;
+    int kind;
+} jvtype;
+enum
+{
+    JV_OBJ,
+    JV_BOXED, /* [value] */
+    JV_PACK,  /* > 4 values */
+    JV_BYTES, /* a Buffer, a Uint8Array */
+    JV_I8,
+    JV_U8C,
+    JV_I16,
+    JV_U16,
+    JV_I32,
+    JV_U32,
+    JV_F32,
+    JV_F64,
+    JV_I64,
+    JV_U64,
+    JV_NTYPES
+};
 
 typedef struct hslot
 {
@@ -193,6 +222,9 @@ struct jsenv
     uint32_t turn_steps;   /* JS steps run in this turn of the loop */
     uint32_t exec_slot;    /* the root execute() runs now: JS has not listed it yet */
     napi_value exec_obj;
+    jvtype vt[JV_NTYPES]; /* JS values held by C (values.c) */
+    pthread_t thread;      /* its JS thread */
+    int gone;              /* the environment was torn down */
 };
 
 /* per-thread: one Node environment per JS thread */
@@ -234,6 +266,7 @@ hslot* jh_get(jsenv* e, napi_value v, int kinds);
 napi_status jh_new_id(jsenv* e, uint32_t slot, napi_value* out);
 
 /* JS values <-> binary values (values.c) */
+void jv_init(jsenv* e);
 int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out);
 napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v);
 /* the number of values a step receives, and them in argv[0..3]; a pack of

@@ -22,18 +22,88 @@ static void cleanup_free(FutoInBinaryValue* v)
     free(v->custom_data);
 }
 
+/* A JS value C code kept may be released on a thread of its own: the
+ * reference goes on its instance's JS thread (V8 is not for other threads) */
+typedef struct jrelease
+{
+    jsenv* e;
+    napi_ref ref;
+} jrelease;
+
+static void release_posted(void* p)
+{
+    jrelease* r = p;
+    if (!r->e->gone) {
+        napi_delete_reference(r->e->env, r->ref);
+    }
+    free(r);
+}
+
+static void release_ref(jsenv* e, napi_ref ref)
+{
+    if (!ref) {
+        return;
+    }
+    if (pthread_equal(pthread_self(), e->thread)) {
+        if (!e->gone) {
+            napi_delete_reference(e->env, ref);
+        }
+        return;
+    }
+    jrelease* r = malloc(sizeof(*r));
+    if (r) {
+        r->e = e;
+        r->ref = ref;
+        if (futoin_tool_post(e->tool, release_posted, r) != 0) {
+            free(r); /* out of memory: the value stays, rather than V8 touched here */
+        }
+    }
+}
+
 static void cleanup_ref(FutoInBinaryValue* v)
 {
-    jsenv* e = tl_env;
-    if (e && v->custom_data) {
-        napi_delete_reference(e->env, (napi_ref)v->custom_data);
+    release_ref(((const jvtype*)v->type)->e, v->custom_data);
+}
+
+/* one of our types that hold a JS value: its JV_* kind, else -1 */
+static int jv_kind(const FutoInType* t)
+{
+    return t && t->cleanup == cleanup_ref ? ((const jvtype*)t)->kind : -1;
+}
+
+void jv_init(jsenv* e)
+{
+    static const FutoInTypeFlags flags[JV_NTYPES] = {
+            [JV_OBJ] = FTN_TYPE_CUSTOM_OBJECT,
+            [JV_BOXED] = FTN_TYPE_CUSTOM_OBJECT, /* [value] */
+            [JV_PACK] = FTN_TYPE_CUSTOM_OBJECT,  /* > 4 values */
+            [JV_BYTES] = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, /* a Buffer, a Uint8Array */
+            /* the other typed arrays, as the arrays C gives JS come as them */
+            [JV_I8] = FTN_TYPE_INT8 | FTN_TYPE_ARRAY,
+            [JV_U8C] = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY,
+            [JV_I16] = FTN_TYPE_INT16 | FTN_TYPE_ARRAY,
+            [JV_U16] = FTN_TYPE_UINT16 | FTN_TYPE_ARRAY,
+            [JV_I32] = FTN_TYPE_INT32 | FTN_TYPE_ARRAY,
+            [JV_U32] = FTN_TYPE_UINT32 | FTN_TYPE_ARRAY,
+            [JV_F32] = FTN_TYPE_FLOAT | FTN_TYPE_ARRAY,
+            [JV_F64] = FTN_TYPE_DOUBLE | FTN_TYPE_ARRAY,
+            [JV_I64] = FTN_TYPE_INT64 | FTN_TYPE_ARRAY,
+            [JV_U64] = FTN_TYPE_UINT64 | FTN_TYPE_ARRAY,
+    };
+    for (int k = 0; k < JV_NTYPES; ++k) {
+        const FutoInType t = {flags[k], cleanup_ref}; /* const members: copied in */
+        memcpy(&e->vt[k].t, &t, sizeof(t));
+        e->vt[k].e = e;
+        e->vt[k].kind = k;
     }
+    e->thread = pthread_self();
 }
 
 /* a string UTF-8 cannot carry exactly (lone surrogates): the UTF-8 copy for
  * other languages, and the JS string itself, boxed, for JS receivers */
 typedef struct jstr_box
 {
+    jsenv* e;
     napi_ref box;
     char s[];
 } jstr_box;
@@ -41,9 +111,8 @@ typedef struct jstr_box
 static void cleanup_str_box(FutoInBinaryValue* v)
 {
     jstr_box* b = v->custom_data;
-    jsenv* e = tl_env;
-    if (e && b) {
-        napi_delete_reference(e->env, b->box);
+    if (b) {
+        release_ref(b->e, b->box);
     }
     free(b);
 }
@@ -67,50 +136,32 @@ static const FutoInType k_boolean = {FTN_TYPE_BOOL, NULL};
 static const FutoInType k_str = {FTN_TYPE_STRING, cleanup_free};
 static const FutoInType k_null = {FTN_TYPE_CUSTOM_OBJECT, NULL};
 static const FutoInType k_undef = {FTN_TYPE_CUSTOM_OBJECT, NULL};
-static const FutoInType k_obj = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref};
-static const FutoInType k_bytes = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, cleanup_ref}; /* a Buffer, a Uint8Array */
-/* the other typed arrays, as the arrays C gives JS come as them */
-static const FutoInType k_typed[] = {
-        {FTN_TYPE_INT8 | FTN_TYPE_ARRAY, cleanup_ref},   {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, cleanup_ref},
-        {FTN_TYPE_INT16 | FTN_TYPE_ARRAY, cleanup_ref},  {FTN_TYPE_UINT16 | FTN_TYPE_ARRAY, cleanup_ref},
-        {FTN_TYPE_INT32 | FTN_TYPE_ARRAY, cleanup_ref},  {FTN_TYPE_UINT32 | FTN_TYPE_ARRAY, cleanup_ref},
-        {FTN_TYPE_FLOAT | FTN_TYPE_ARRAY, cleanup_ref},  {FTN_TYPE_DOUBLE | FTN_TYPE_ARRAY, cleanup_ref},
-        {FTN_TYPE_INT64 | FTN_TYPE_ARRAY, cleanup_ref},  {FTN_TYPE_UINT64 | FTN_TYPE_ARRAY, cleanup_ref},
-};
-
-static const FutoInType* typed_type(napi_typedarray_type tt)
+/* the JV_* kind of a typed array, -1 for a newer kind (an object) */
+static int typed_kind(napi_typedarray_type tt)
 {
     switch (tt) {
-    case napi_int8_array: return &k_typed[0];
-    case napi_uint8_array: return &k_bytes;
-    case napi_uint8_clamped_array: return &k_typed[1];
-    case napi_int16_array: return &k_typed[2];
-    case napi_uint16_array: return &k_typed[3];
-    case napi_int32_array: return &k_typed[4];
-    case napi_uint32_array: return &k_typed[5];
-    case napi_float32_array: return &k_typed[6];
-    case napi_float64_array: return &k_typed[7];
-    case napi_bigint64_array: return &k_typed[8];
-    case napi_biguint64_array: return &k_typed[9];
-    default: return NULL; /* a newer kind: an object */
+    case napi_int8_array: return JV_I8;
+    case napi_uint8_array: return JV_BYTES;
+    case napi_uint8_clamped_array: return JV_U8C;
+    case napi_int16_array: return JV_I16;
+    case napi_uint16_array: return JV_U16;
+    case napi_int32_array: return JV_I32;
+    case napi_uint32_array: return JV_U32;
+    case napi_float32_array: return JV_F32;
+    case napi_float64_array: return JV_F64;
+    case napi_bigint64_array: return JV_I64;
+    case napi_biguint64_array: return JV_U64;
+    default: return -1;
     }
 }
 
-/* one of ours that holds the JS typed array itself */
-static int is_typed(const FutoInType* t)
-{
-    return t >= k_typed && t < k_typed + sizeof(k_typed) / sizeof(k_typed[0]);
-}
-static const FutoInType k_boxed = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref}; /* [value] */
-static const FutoInType k_pack = {FTN_TYPE_CUSTOM_OBJECT, cleanup_ref};  /* > 4 values */
-
-static int set_ref(napi_env env, napi_value v, const FutoInType* t, FutoInBinaryValue* out)
+static int set_ref(napi_env env, napi_value v, int kind, FutoInBinaryValue* out)
 {
     napi_ref ref;
     if (napi_create_reference(env, v, 1, &ref) != napi_ok) {
         return -1;
     }
-    out->type = t;
+    out->type = &tl_env->vt[kind].t;
     out->custom_data = ref;
     return 0;
 }
@@ -121,7 +172,7 @@ static int box(napi_env env, napi_value v, FutoInBinaryValue* out)
     if (napi_create_array_with_length(env, 1, &arr) != napi_ok || napi_set_element(env, arr, 0, v) != napi_ok) {
         return -1;
     }
-    return set_ref(env, arr, &k_boxed, out);
+    return set_ref(env, arr, JV_BOXED, out);
 }
 
 int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
@@ -167,6 +218,7 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
                     && napi_create_reference(env, arr, 1, &b->box) == napi_ok) {
                 memcpy(b->s, s, n + 1);
                 free(s);
+                b->e = tl_env;
                 out->type = &k_str_box;
                 out->cstr = b->s;
                 out->custom_data = b;
@@ -206,11 +258,11 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
             napi_typedarray_type tt;
             size_t len;
             void* data;
-            const FutoInType* k = NULL;
+            int k = -1;
             if (napi_get_typedarray_info(env, v, &tt, &len, &data, NULL, NULL) == napi_ok && len <= UINT32_MAX) {
-                k = typed_type(tt);
+                k = typed_kind(tt);
             }
-            if (k) {
+            if (k >= 0) {
                 if (set_ref(env, v, k, out) != 0) {
                     return -1;
                 }
@@ -219,11 +271,11 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
                 return 0;
             }
         }
-        return set_ref(env, v, &k_obj, out);
+        return set_ref(env, v, JV_OBJ, out);
     }
     case napi_function:
     case napi_external:
-        return set_ref(env, v, &k_obj, out);
+        return set_ref(env, v, JV_OBJ, out);
     default: /* symbols */
         return box(env, v, out);
     }
@@ -329,7 +381,8 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
         napi_get_null(env, &r);
         return r;
     }
-    if (t == &k_obj || t == &k_bytes || t == &k_pack || is_typed(t)) {
+    int kind = jv_kind(t);
+    if (kind >= 0 && kind != JV_BOXED) {
         return ref_value(env, v);
     }
     if (t == &k_str_box) {
@@ -340,7 +393,7 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
         }
         return r;
     }
-    if (t == &k_boxed) {
+    if (kind == JV_BOXED) {
         napi_value arr = ref_value(env, v);
         if (arr) {
             napi_get_element(env, arr, 0, &r);
@@ -433,7 +486,7 @@ int jv_from_args(napi_env env, const FutoInArgs* args, napi_value* argv)
     if (!args) {
         return 0;
     }
-    if (args->arg0.type == &k_pack) {
+    if (jv_kind(args->arg0.type) == JV_PACK) {
         argv[0] = ref_value(env, &args->arg0);
         uint32_t n = 0;
         napi_get_array_length(env, argv[0], &n);
@@ -459,7 +512,7 @@ int jv_args_from_js(napi_env env, size_t n, napi_value* argv, FutoInArgs* out)
 {
     jv_zero_args(out);
     if (n > 4) {
-        return set_ref(env, argv[0], &k_pack, &out->arg0);
+        return set_ref(env, argv[0], JV_PACK, &out->arg0);
     }
     for (size_t i = 0; i < n; ++i) {
         if (jv_to_value(env, argv[i], &out->args[i]) != 0) {

@@ -14,6 +14,7 @@ const { $as, IMPL, isPolyglot, runFlow, sub, T } = require('./helpers');
 
 const C_SOURCE = `
 #include <futoin/binarysteps.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -146,6 +147,33 @@ API void t_describe(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->success(bsi, &out);
 }
 
+/* keeps the value it receives (zeroes it, as binarysteps.h allows) */
+static FutoInBinaryValue g_kept;
+API void t_keep(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)data;
+    g_kept = args->arg0;
+    memset((void*)&args->arg0, 0, sizeof(args->arg0));
+}
+
+/* releases the kept value on a thread of its own */
+static void* release_kept(void* p)
+{
+    (void)p;
+    futoin_reset_binval(&g_kept);
+    return NULL;
+}
+API void t_release_on_thread(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)data;
+    (void)args;
+    pthread_t t;
+    pthread_create(&t, NULL, release_kept, NULL);
+    pthread_join(t, NULL);
+}
+
 /* waits for a timer of the flow's scheduler, then succeeds with (7) */
 static void t_later_cb(void* p)
 {
@@ -181,7 +209,7 @@ const buildLib = () => {
     lib = path.join(dir, 'libteststeps.so');
     fs.writeFileSync(src, C_SOURCE);
     const cc = process.env.CC || 'cc';
-    const r = spawnSync(cc, ['-std=c11', '-shared', '-fPIC', '-O1', '-I', abiInclude(), '-o', lib, src],
+    const r = spawnSync(cc, ['-std=c11', '-shared', '-fPIC', '-O1', '-I', abiInclude(), '-o', lib, src, '-lpthread'],
         { encoding: 'utf8' });
     assert.strictEqual(r.status, 0, `${cc} failed: ${r.error || ''} ${r.stderr}`);
 };
@@ -366,6 +394,36 @@ if (isPolyglot) {
             ['26:2:4', true],
             ['1:0:0', true],
         ]);
+    });
+
+    test('a JS value C keeps and releases on a thread of its own is freed', T, () => {
+        // its reference was dropped there without being deleted: the value
+        // lived forever (V8 is not for other threads: released on the JS one)
+        const script = `
+            const $as = require(${JSON.stringify(IMPL)});
+            const native = require(${JSON.stringify(path.join(IMPL, 'native'))});
+            const lib = ${JSON.stringify(lib)};
+            const refs = [];
+            const flows = [];
+            for (let i = 0; i < 20; ++i) {
+                flows.push($as()
+                    .add((as) => {
+                        const o = { i };
+                        refs.push(new WeakRef(o));
+                        as.success(o);
+                    })
+                    .add(native.cstep(lib, 't_keep'))
+                    .add(native.cstep(lib, 't_release_on_thread'))
+                    .promise());
+            }
+            Promise.all(flows).then(() => new Promise((resolve) => setImmediate(resolve))).then(() => {
+                global.gc();
+                console.log(refs.filter((r) => r.deref() !== undefined).length);
+            });
+        `;
+        const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' });
+        assert.strictEqual(r.status, 0, r.stderr);
+        assert.strictEqual(r.stdout.trim(), '0');
     });
 
     test('cstep data option reaches the C callback', T, async () => {
