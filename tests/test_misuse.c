@@ -420,6 +420,36 @@ static void tool_freed_before_its_roots(void** s)
     idle->api->free(idle); /* the last: the tool goes now */
 }
 
+static void f_free_root(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)args;
+    FutoInAsyncSteps* root = data;
+    trace("ran");
+    root->api->free(root);
+}
+
+/* A dying tool runs nothing: its first burst run from outside ran the flow,
+ * and a step freeing the last root destroyed the tool under the burst */
+static void dying_tool_runs_no_burst(void** s)
+{
+    (void)s;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* as = g_fx.root;
+    g_fx.root = NULL;
+    g_fx.tool = NULL;
+    as->api->add(as, as, f_free_root, NULL);
+    as->api->execute(as, NULL, on_unhandled);
+    futoin_tool_free(t);
+    assert_int_equal(futoin_steps_execute_burst(as), 0);
+    assert_int_equal(futoin_steps_execute_nested(as), 0);
+    assert_int_equal(futoin_steps_unwind_now(as), 0);
+    assert_null(futoin_tool_host_next_of(as, NULL, NULL));
+    assert_null(futoin_tool_host_next(t, NULL, NULL));
+    assert_trace("");
+    as->api->free(as); /* the last: the tool goes */
+}
+
 static void sync_without_api(void** s)
 {
     (void)s;
@@ -435,6 +465,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
             T(success_after_add),
             T(tool_freed_before_its_roots),
+            T(dying_tool_runs_no_burst),
             T(success_twice),
             T(error_twice),
             T(error_after_success),

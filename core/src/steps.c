@@ -1402,18 +1402,19 @@ static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* prev, fstrand* s
 
 FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const FutoInArgs** args)
 {
-    fstrand* st = t ? t->host_head : NULL;
+    fstrand* st = t && !t->dying ? t->host_head : NULL;
     return st ? host_take(t, NULL, st, data, args) : NULL;
 }
 
-/* the flow of a live root of this engine, or NULL */
+/* the flow of a live root of this engine to run, or NULL (also when its
+ * tool was freed: a dying tool runs nothing) */
 static fflow* flow_of_root(FutoInAsyncSteps* root)
 {
     if (!root || !futoin_steps_is_native(root)) {
         return NULL;
     }
     fstep* s = fstep_of(root);
-    return s->kind == FK_ROOT && s->state != FS_FREE ? s->flow : NULL;
+    return s->kind == FK_ROOT && s->state != FS_FREE && !s->flow->tool->dying ? s->flow : NULL;
 }
 
 /* the first burst of the next branch of fl that parallel_start() made and
@@ -1517,6 +1518,9 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     fflow* fl = st->flow;
     FutoInAsyncTool* t = fl->tool;
     --t->host_active;
+    if (t->dying) {
+        return; /* runs nothing: the step stays until its root is freed */
+    }
     int was_running = t->running;
     t->running = 1;
     fargs_reset(&st->host_args); /* as after any execute callback */

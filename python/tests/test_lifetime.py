@@ -172,3 +172,24 @@ def test_copy_from_an_executed_root_copies_no_steps(virtual_tool):
     copy.run()
     assert log == ["model step", "own step"]
     assert copy.state.k == "v"
+
+
+def test_root_with_an_await_of_a_coroutine_referring_to_it_is_freed(virtual_tool):
+    # the unstarted coroutine was kept in a module dict: coroutine -> root
+    # was never collected
+    import warnings
+
+    refs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # never executed: truly never awaited
+        for _ in range(20):
+            root = AsyncSteps(virtual_tool)
+
+            async def work(root=root):
+                return root
+
+            root.await_(work())
+            refs.append(weakref.ref(root))
+            del root, work
+        gc.collect()
+    assert [r for r in refs if r() is not None] == []

@@ -227,10 +227,10 @@ class AsyncSteps(AsyncStepsBase):
         _running[key] = self
 
         def finished(as_, *args):
-            _running.pop(key, None)
+            _flow_ended(_running.pop(key, None))
 
         def unhandled(as_, code):
-            _running.pop(key, None)
+            _flow_ended(_running.pop(key, None))
             if unhandled_error is not None:
                 unhandled_error(as_, code)
             else:
@@ -286,6 +286,7 @@ class AsyncSteps(AsyncStepsBase):
                 or hasattr(awaitable, "__await__")):
             raise TypeError(f"await_() needs an awaitable, not {type(awaitable).__name__}")
 
+        self._note_await()  # a root's: closed when its flow ends
         return self.add(_AwaitStep(awaitable), onerror)
 
     def copy_from(self, other: "AsyncSteps") -> "AsyncSteps":
@@ -323,13 +324,13 @@ class AsyncSteps(AsyncStepsBase):
         _running[key] = self  # closures hold the key only (see execute)
 
         def capture(as_, *args):
-            _running.pop(key, None)
+            _flow_ended(_running.pop(key, None))
             _promised.pop(key, None)
             if not fut.done():
                 fut.set_result(None if not args else args[0] if len(args) == 1 else args)
 
         def unhandled(as_, code):
-            _running.pop(key, None)
+            _flow_ended(_running.pop(key, None))
             _promised.pop(key, None)
             if not fut.done():
                 st = as_.state
@@ -441,37 +442,31 @@ def _await_step(as_, awaitable):
     fut.add_done_callback(done)
 
 
-# await_()'s coroutines not started yet, by id of their step: out of the
-# GC's sight, so a step dropped in a garbage cycle closes its coroutine
-# before the coroutine's own finalizer could warn "never awaited"
-_unstarted: dict = {}
-
-
 class _AwaitStep:
-    """await_()'s step. A coroutine whose step never ran (the flow failed or
-    was cancelled first) is closed when the step goes, as a task cancelled
-    before it started, instead of warning "never awaited"."""
+    """await_()'s step. A coroutine whose step never ran is closed, as a task
+    cancelled before it started, instead of warning "never awaited": when
+    its root's flow ends (the step of a root), else when the step goes."""
 
     __slots__ = ("awaitable",)
 
     def __init__(self, awaitable):
-        if asyncio.iscoroutine(awaitable):
-            _unstarted[id(self)] = awaitable
-            awaitable = None
         self.awaitable = awaitable
 
     def __call__(self, as_, *_values):  # the values received are dropped
         aw = self.awaitable
-        if aw is None:
-            aw = _unstarted.pop(id(self), None)
-            if aw is None:  # a copied model's step again
-                as_.error(errors.InternalError, "await_(): this coroutine was awaited already")
+        if asyncio.iscoroutine(aw):
+            self.awaitable = None  # the task has it now
+        elif aw is None:  # a copied model's step again
+            as_.error(errors.InternalError, "await_(): this coroutine was awaited already")
         _await_step(as_, aw)
 
-    def __del__(self):
-        aw = _unstarted.pop(id(self), None)
-        if aw is not None:
+    def _flow_ended(self):
+        aw = self.awaitable
+        if asyncio.iscoroutine(aw):
+            self.awaitable = None
             aw.close()
+
+    __del__ = _flow_ended
 
 
 def _replay(target, model):
@@ -490,6 +485,13 @@ def _replay(target, model):
             _replay(p, rec[2])
 
 
+def _flow_ended(root) -> None:
+    """Its flow ended: await_() steps of it that never ran close their
+    coroutines (they never run now)."""
+    if root is not None:
+        root._flow_ended()
+
+
 def _other_threads() -> bool:
     """Whether a Python thread other than this one runs (one that may
     complete a waiting step); threads C code made are not counted."""
@@ -505,6 +507,7 @@ def _flow_cancelled(root) -> None:
     key = id(root)
     if _running.get(key) is root:
         del _running[key]
+        root._flow_ended()
         box = _in_run.get(key)
         if box is not None:
             box["cancelled"] = True
@@ -513,7 +516,7 @@ def _flow_cancelled(root) -> None:
             fut.cancel()
 
 
-_setup(FutoInError, State, AsyncSteps, _flow_cancelled)
+_setup(FutoInError, State, AsyncSteps, _flow_cancelled, _AwaitStep)
 
 
 def wrap(pointer, tool=None) -> AsyncSteps:

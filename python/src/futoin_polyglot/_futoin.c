@@ -25,6 +25,7 @@ static PyObject* g_FutoInError; /* futoin_polyglot.errors.FutoInError */
 static PyObject* g_State;       /* futoin_polyglot.State (dict subclass) */
 static PyTypeObject* g_ViewType; /* futoin_polyglot.AsyncSteps (a subclass) */
 static PyObject* g_on_cancelled; /* futoin_polyglot._flow_cancelled(root) */
+static PyObject* g_AwaitStep;    /* futoin_polyglot._AwaitStep */
 static PyTypeObject StepsType;
 
 /* an async def function: as a step it would only make a coroutine */
@@ -306,6 +307,7 @@ typedef struct StepsObject
     FutoInAsyncSteps* bsi;
     struct pyfrag* frags; /* roots: the callbacks their root-level steps hold (the GC sees them) */
     unsigned runs;    /* roots: execute() calls accepted so far */
+    unsigned awaits;  /* roots: await_() steps added since the last flow ended */
     PyObject* tool;   /* ToolObject for our roots, or None */
     int owns;         /* a root created here: free it with the object */
     int in_cb;        /* inside this step's execute/error callback */
@@ -363,6 +365,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->weakrefs = NULL;
     v->frags = NULL;
     v->runs = 0;
+    v->awaits = 0;
     return v;
 }
 
@@ -1701,6 +1704,43 @@ static PyObject* Steps_undefer(StepsObject* self, PyObject* cap)
     Py_RETURN_NONE;
 }
 
+static PyObject* Steps_note_await(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    self->awaits += self->owns;
+    Py_RETURN_NONE;
+}
+
+/* its flow ended: the await_() steps among its own that never ran close
+ * their coroutines (a garbage cycle would warn "never awaited" first) */
+static PyObject* Steps_flow_ended(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    if (!self->awaits || !g_AwaitStep) {
+        Py_RETURN_NONE;
+    }
+    self->awaits = 0;
+    PyObject* steps = PyList_New(0); /* first: closing runs Python code */
+    for (pyfrag* f = self->frags; steps && f; f = f->next) {
+        if (f->func && Py_TYPE(f->func) == (PyTypeObject*)g_AwaitStep && PyList_Append(steps, f->func) != 0) {
+            Py_CLEAR(steps);
+        }
+    }
+    for (Py_ssize_t i = 0; steps && i < PyList_GET_SIZE(steps); ++i) {
+        PyObject* r = PyObject_CallMethod(PyList_GET_ITEM(steps, i), "_flow_ended", NULL);
+        if (!r) {
+            Py_DECREF(steps);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    Py_XDECREF(steps);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw);
 static PyObject* Steps_cancel(StepsObject* self, PyObject* unused)
 {
@@ -2149,6 +2189,8 @@ static PyMethodDef Steps_methods[] = {
         {"_free", (PyCFunction)Steps_free, METH_NOARGS, "release a root now"},
         {"_add_hidden", (PyCFunction)Steps_add_hidden, METH_O, "add a step that copy_from does not copy"},
         {"_execute_burst", (PyCFunction)Steps_execute_burst, METH_NOARGS, "run the first burst now"},
+        {"_note_await", (PyCFunction)Steps_note_await, METH_NOARGS, NULL},
+        {"_flow_ended", (PyCFunction)Steps_flow_ended, METH_NOARGS, NULL},
         {"stack", (PyCFunction)(void (*)(void))Steps_stack, METH_VARARGS | METH_KEYWORDS,
          "stack(size, cleanup=None): a zeroed bytearray; cleanup(buf) runs when the step ends"},
         {"_defer", (PyCFunction)Steps_defer, METH_VARARGS, "_defer(ms, func): a timer on the flow's tool"},
@@ -3088,8 +3130,8 @@ static PyObject* mod_release_step_handle(PyObject* m, PyObject* cap)
 static PyObject* mod_setup(PyObject* m, PyObject* args)
 {
     (void)m;
-    PyObject *err, *state, *view, *cancelled;
-    if (!PyArg_ParseTuple(args, "OOO!O", &err, &state, &PyType_Type, &view, &cancelled)) {
+    PyObject *err, *state, *view, *cancelled, *await_step;
+    if (!PyArg_ParseTuple(args, "OOO!OO", &err, &state, &PyType_Type, &view, &cancelled, &await_step)) {
         return NULL;
     }
     if (!PyType_IsSubtype((PyTypeObject*)view, &StepsType)) {
@@ -3104,6 +3146,8 @@ static PyObject* mod_setup(PyObject* m, PyObject* args)
     Py_XSETREF(g_ViewType, (PyTypeObject*)view);
     Py_INCREF(cancelled);
     Py_XSETREF(g_on_cancelled, cancelled);
+    Py_INCREF(await_step);
+    Py_XSETREF(g_AwaitStep, await_step);
     Py_RETURN_NONE;
 }
 
