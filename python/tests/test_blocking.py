@@ -435,3 +435,17 @@ def test_run_returns_when_its_flow_ends_while_a_ref_is_held(virtual_tool):
 def test_run_of_a_flow_nothing_can_complete_still_fails(virtual_tool):
     with pytest.raises(FutoInError, match="did not complete"):
         AsyncSteps(virtual_tool).add(lambda as_: as_.wait_external()).run()
+
+
+def test_run_of_an_abandoned_flow_fails_while_an_unrelated_thread_runs(virtual_tool):
+    # no view of its waiting step is held: nothing can complete it, so an
+    # unrelated thread (a pool worker, a listener) must not make run() wait
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(FutoInError, match="did not complete"):
+            AsyncSteps(virtual_tool).add(lambda as_: as_.wait_external()).run()
+    finally:
+        stop.set()
+        t.join()

@@ -372,8 +372,8 @@ class AsyncSteps(AsyncStepsBase):
         """Execute and run this flow's tool until the flow ends (blocking).
         Returns the result like promise() or raises FutoInError. While the
         flow waits for a completion that nothing on this thread can bring,
-        it waits for another Python thread to bring it, as long as one
-        runs."""
+        it waits for another Python thread holding a step view (``as_``) of
+        it to bring it."""
         self._tool._check_runnable()  # nested, or under asyncio: it would never return
         box = {}
 
@@ -399,8 +399,8 @@ class AsyncSteps(AsyncStepsBase):
         if "result" not in box:
             raise FutoInError(errors.InternalError,
                               "the flow did not complete: it waits for an external event, nothing is "
-                              "scheduled and no other Python thread runs (C code completing it from a "
-                              "thread of its own: hold tool.ref() meanwhile)")
+                              "scheduled and no other Python thread holds a step of it (C code "
+                              "completing it from a thread of its own: hold tool.ref() meanwhile)")
         return box["result"]
 
     def __repr__(self):

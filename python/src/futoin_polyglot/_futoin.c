@@ -329,6 +329,7 @@ typedef struct ToolObject
     int virtual_time;
     int running; /* inside run(): a nested run() would never return */
     unsigned refs; /* ref() not yet matched by unref() */
+    unsigned kept_views; /* step views Python holds past their callback, their steps going on */
     FutoInAsyncSteps* sched;  /* a root never executed: its sched_* slots serve immediate()/deferred() */
     struct deferred* pending; /* callbacks of immediate()/deferred() not run yet */
     struct ToolObject* tl_next; /* every live tool: wrap() of a pointer of ours finds its tool */
@@ -378,11 +379,20 @@ typedef struct viewlink
     StepsObject* view;
 } viewlink;
 
+/* a kept view of a step that goes on: something may still complete it */
+static void kept_views_add(StepsObject* v, int d)
+{
+    if (v->tool && PyObject_TypeCheck(v->tool, &ToolType)) {
+        ((ToolObject*)v->tool)->kept_views += (unsigned)d;
+    }
+}
+
 static void viewlink_cleanup(void* p)
 {
     viewlink* l = p;
     PyGILState_STATE g = PyGILState_Ensure();
     if (l->view) {
+        kept_views_add(l->view, -1);
         l->view->bsi = NULL;
         l->view->link = NULL;
     }
@@ -398,6 +408,7 @@ static void view_link(StepsObject* v)
         if (l) {
             l->view = v;
             v->link = l;
+            kept_views_add(v, 1);
         } else {
             v->bsi = NULL;
         }
@@ -2098,6 +2109,7 @@ static void Steps_dealloc(StepsObject* self)
     PyObject_GC_UnTrack(self);
     if (self->link) {
         self->link->view = NULL;
+        kept_views_add(self, -1);
     }
     if (self->weakrefs) {
         PyObject_ClearWeakRefs((PyObject*)self);
@@ -2477,8 +2489,8 @@ static PyObject* Tool_run(ToolObject* self, PyObject* unused)
 
 /* root.run(): _run_flow(box, others) runs until its flow put something in
  * box (a result, an error, cancelled); when nothing can come from this
- * thread but others() says another thread may complete a step, it waits
- * for that (a post wakes it) */
+ * thread but Python holds a view of a step going on and others() says
+ * another thread runs, it waits for that thread (a post wakes it) */
 static PyObject* Tool_run_flow(ToolObject* self, PyObject* args)
 {
     PyObject *box, *others;
@@ -2509,8 +2521,10 @@ static PyObject* Tool_run_loop(ToolObject* self, PyObject* box, PyObject* others
         if (rc == 0) {
             continue;
         }
-        PyObject* more = others ? PyObject_CallNoArgs(others) : NULL;
-        if (others && !more) {
+        /* a step can still be completed only through a view Python holds,
+         * by another thread (C code completing one holds a ref()) */
+        PyObject* more = others && self->kept_views ? PyObject_CallNoArgs(others) : NULL;
+        if (!more && PyErr_Occurred()) {
             return NULL;
         }
         int wait = more && PyObject_IsTrue(more) == 1;
