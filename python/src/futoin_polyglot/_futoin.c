@@ -307,6 +307,7 @@ typedef struct StepsObject
     FutoInAsyncSteps* bsi;
     struct pyfrag* frags; /* roots: the callbacks their root-level steps hold (the GC sees them) */
     unsigned runs;    /* roots: execute() calls accepted so far */
+    struct pyfrag* spare; /* roots: frags of runs long over, for new root-level steps */
     unsigned awaits;  /* roots: await_() steps added since the last flow ended */
     PyObject* tool;   /* ToolObject for our roots, or None */
     int owns;         /* a root created here: free it with the object */
@@ -365,6 +366,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->model = NULL;
     v->weakrefs = NULL;
     v->frags = NULL;
+    v->spare = NULL;
     v->runs = 0;
     v->awaits = 0;
     return v;
@@ -442,6 +444,7 @@ typedef struct pyfrag
     int nargs;   /* how many received values func takes (-1: all) */
     int nreq;    /* how many it requires (missing ones are None) */
     unsigned run; /* a root-level step's: its root's runs when it was added */
+    uint8_t root_mem; /* in its root's memory: reused once its run is long over */
     struct pyfrag* next;   /* on its root's frags list (root-level steps) */
     struct pyfrag** pprev; /* NULL when on none */
 } pyfrag;
@@ -467,10 +470,11 @@ static int refers_to_nothing_of_its_own(PyObject* o)
 
 static void pyfrag_hold(StepsObject* self, FutoInAsyncSteps* owner, pyfrag* f)
 {
-    /* a root's own steps, and the branches of its root-level parallels */
+    /* a root's own steps (all: a re-run reuses their memory), and the
+     * branches of its root-level parallels */
     StepsObject* root = self->owns ? self : self->par_root;
     if (f && root && owner == self->bsi
-            && !(refers_to_nothing_of_its_own(f->func) && refers_to_nothing_of_its_own(f->onerror))) {
+            && (self->owns || !(refers_to_nothing_of_its_own(f->func) && refers_to_nothing_of_its_own(f->onerror)))) {
         f->run = root->runs;
         f->next = root->frags;
         if (f->next) {
@@ -514,6 +518,10 @@ static void pyfrag_drop_old_runs(StepsObject* root)
         pyfrag* next = f->next;
         if (root->runs - f->run >= 2) {
             pyfrag_drop(f);
+            if (f->root_mem) {
+                f->next = root->spare;
+                root->spare = f;
+            }
         }
         f = next;
     }
@@ -549,9 +557,15 @@ static void arity_of(PyObject* func, int skip, int* nargs, int* nreq)
     *nreq = req < 0 ? 0 : req;
 }
 
-static pyfrag* pyfrag_new(FutoInAsyncSteps* owner, PyObject* func, PyObject* onerror, PyObject* tool)
+static pyfrag* pyfrag_new(StepsObject* self, FutoInAsyncSteps* owner, PyObject* func, PyObject* onerror, PyObject* tool)
 {
-    pyfrag* f = owner->api->stack(owner, sizeof(pyfrag), pyfrag_release);
+    pyfrag* f;
+    if (self->spare && owner == self->bsi) {
+        f = self->spare; /* a root's memory of a run long over (its cleanup stays registered) */
+        self->spare = f->next;
+    } else {
+        f = owner->api->stack(owner, sizeof(pyfrag), pyfrag_release);
+    }
     if (!f) {
         PyErr_SetString(PyExc_RuntimeError, "this AsyncSteps object is not active");
         return NULL;
@@ -559,6 +573,7 @@ static pyfrag* pyfrag_new(FutoInAsyncSteps* owner, PyObject* func, PyObject* one
     Py_XINCREF(func);
     Py_XINCREF(onerror);
     Py_XINCREF(tool);
+    f->root_mem = self->owns && owner == self->bsi;
     f->func = func;
     f->onerror = onerror;
     f->tool = tool;
@@ -1080,7 +1095,7 @@ static int add_step(StepsObject* self, FutoInAsyncSteps* target, PyObject* func,
                 return -1;
             }
             /* a Python handler: the C function is called with its own data */
-            pyfrag* f = pyfrag_new(target, func, onerror, self->tool);
+            pyfrag* f = pyfrag_new(self, target, func, onerror, self->tool);
             if (!f) {
                 return -1;
             }
@@ -1095,7 +1110,7 @@ static int add_step(StepsObject* self, FutoInAsyncSteps* target, PyObject* func,
         target->api->add(target, c->data, f, e);
         return 0;
     }
-    pyfrag* f = pyfrag_new(target, func, onerror == Py_None ? NULL : onerror, self->tool);
+    pyfrag* f = pyfrag_new(self, target, func, onerror == Py_None ? NULL : onerror, self->tool);
     if (!f) {
         return -1;
     }
@@ -1167,7 +1182,7 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
     }
     pyfrag* f = NULL;
     if (onerror != Py_None) {
-        f = pyfrag_new(self->bsi, NULL, onerror, self->tool);
+        f = pyfrag_new(self, self->bsi, NULL, onerror, self->tool);
         if (!f) {
             return NULL;
         }
@@ -1324,7 +1339,7 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
         PyErr_SetString(PyExc_TypeError, "cancel handler must be callable");
         return NULL;
     }
-    pyfrag* f = pyfrag_new(self->bsi, func, NULL, self->tool);
+    pyfrag* f = pyfrag_new(self, self->bsi, func, NULL, self->tool);
     if (!f) {
         return NULL;
     }
@@ -1374,7 +1389,7 @@ static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
         PyErr_SetString(PyExc_TypeError, "loop body must be callable");
         return NULL;
     }
-    pyfrag* f = pyfrag_new(self->bsi, func, NULL, self->tool);
+    pyfrag* f = pyfrag_new(self, self->bsi, func, NULL, self->tool);
     if (!f) {
         return NULL;
     }
@@ -1418,7 +1433,7 @@ static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
         PyErr_SetString(PyExc_TypeError, "repeat body must be callable");
         return NULL;
     }
-    pyfrag* f = pyfrag_new(self->bsi, func, NULL, self->tool);
+    pyfrag* f = pyfrag_new(self, self->bsi, func, NULL, self->tool);
     if (!f) {
         return NULL;
     }
@@ -1535,13 +1550,13 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
     if (!s) {
         return NULL;
     }
-    pyfrag* f = pyfrag_new(self->bsi, func, onerror == Py_None ? NULL : onerror, self->tool);
+    pyfrag* f = pyfrag_new(self, self->bsi, func, onerror == Py_None ? NULL : onerror, self->tool);
     if (!f) {
         return NULL;
     }
     pyfrag_hold(self, self->bsi, f);
     /* the step also keeps the sync object alive */
-    pyfrag* keep = pyfrag_new(self->bsi, obj, NULL, NULL);
+    pyfrag* keep = pyfrag_new(self, self->bsi, obj, NULL, NULL);
     if (!keep) {
         return NULL;
     }
@@ -1865,7 +1880,7 @@ static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
     }
     pyfrag* f = NULL;
     if (eh != Py_None) {
-        f = pyfrag_new(self->bsi, NULL, eh, self->tool);
+        f = pyfrag_new(self, self->bsi, NULL, eh, self->tool);
         if (!f) {
             return NULL;
         }
@@ -2019,6 +2034,7 @@ static PyObject* Steps_free(StepsObject* self, PyObject* unused)
         --g_entered;
     }
     self->bsi = NULL;
+    self->spare = NULL; /* the root's memory: gone with it */
     if (g_fatal != before && fatal_raise()) {
         return NULL; /* a cleanup's KeyboardInterrupt, from this call */
     }
@@ -2137,6 +2153,7 @@ static void Steps_dealloc(StepsObject* self)
         f = next;
     }
     self->frags = NULL;
+    self->spare = NULL; /* the root's memory: gone with it */
     Py_CLEAR(self->model);
     Py_CLEAR(self->par_root);
     Py_CLEAR(self->tool);
