@@ -261,6 +261,40 @@ static void loop_with_external_waits(void** state)
     assert_trace("0@0|1@10|2@20");
 }
 
+/* break/continue from outside, on a waiting step (an event's callback on the
+ * loop thread), as futoin-asyncsteps takes them: they were InternalError */
+static void ext_continue(void* data)
+{
+    FutoInAsyncSteps* bsi = data;
+    trace("continue");
+    bsi->api->continueLoop(bsi, NULL);
+}
+
+static void ext_break(void* data)
+{
+    FutoInAsyncSteps* bsi = data;
+    trace("break");
+    bsi->api->breakLoop(bsi, "L");
+}
+
+static void body_ext_ctl(FutoInAsyncSteps* bsi, void* d, size_t i)
+{
+    (void)d;
+    trace("i%zu", i);
+    bsi->api->waitExternal(bsi);
+    bsi->api->sched_deferred(bsi, 5, bsi, i == 0 ? ext_continue : ext_break);
+}
+
+static void loop_control_from_outside_a_callback(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->repeat(r, NULL, 5, body_ext_ctl, "L");
+    r->api->add(r, "after", f_trace, NULL);
+    run_root();
+    assert_trace("i0|continue|i1|break|after");
+}
+
 static void body_break_with_eh_inside(FutoInAsyncSteps* bsi, void* d, size_t i)
 {
     (void)d;
@@ -367,6 +401,7 @@ int main(void)
             T(error_inside_loop_ends_loop),
             T(break_from_substep_with_label),
             T(loop_with_external_waits),
+            T(loop_control_from_outside_a_callback),
             T(loop_control_seen_by_inner_handlers),
             T(loop_completes_without_args),
             T(loop_label_is_copied),

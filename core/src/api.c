@@ -25,16 +25,6 @@ static fstep* live(FutoInAsyncSteps* bsi, const char* slot)
     return s;
 }
 
-static fstep* in_callback(FutoInAsyncSteps* bsi, const char* slot)
-{
-    fstep* s = live(bsi, slot);
-    if (s && !feng_in_callback(s)) {
-        feng_misuse(s, slot);
-        return NULL;
-    }
-    return s;
-}
-
 static void api_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
                     FutoInAsyncSteps_error_callback eh)
 {
@@ -334,20 +324,29 @@ static void api_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
     }
 }
 
+/* in a callback, or on a step waiting for an event, from the loop thread
+ * (an event's callback breaks out, as futoin-asyncsteps takes it) */
+static void loop_ctl(FutoInAsyncSteps* bsi, const char* code, const char* label, const char* slot)
+{
+    fstep* s = live(bsi, slot);
+    if (!s) {
+        return;
+    }
+    if (!feng_in_callback(s) && !(s->state == FS_WAIT && ftool_is_loop_thread(s->flow->tool))) {
+        feng_misuse(s, slot);
+        return;
+    }
+    feng_error(s, code, label ? label : "");
+}
+
 static void api_break_loop(FutoInAsyncSteps* bsi, const char* label)
 {
-    fstep* s = in_callback(bsi, "breakLoop() outside of a step callback");
-    if (s) {
-        feng_error(s, FUTOIN_ERR_LOOP_BREAK, label ? label : "");
-    }
+    loop_ctl(bsi, FUTOIN_ERR_LOOP_BREAK, label, "breakLoop() outside of a step callback");
 }
 
 static void api_continue_loop(FutoInAsyncSteps* bsi, const char* label)
 {
-    fstep* s = in_callback(bsi, "continueLoop() outside of a step callback");
-    if (s) {
-        feng_error(s, FUTOIN_ERR_LOOP_CONT, label ? label : "");
-    }
+    loop_ctl(bsi, FUTOIN_ERR_LOOP_CONT, label, "continueLoop() outside of a step callback");
 }
 
 static void api_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)

@@ -1022,8 +1022,34 @@ class AsyncSteps {
         return this._es || (this._es = []); // [] before execute() too, as the reference
     }
 
-    _handle_success() {
-        this.error('InternalError', 'Invalid success completion');
+    /* futoin-asyncsteps' internals FutoIn libraries call on the root: they
+     * complete the step that waits for an event (futoin-executor ends a
+     * request with _burst_success()) */
+    _handle_success(args = []) {
+        const h = this._waitH;
+        if (!this._running || h === undefined || h === CUR || !isLive(h)) {
+            this.error('InternalError', 'Invalid success completion');
+        }
+        this._waitH = undefined;
+        successN(h, args, false);
+    }
+
+    _burst_success(args = []) {
+        this._handle_success(args);
+        // the flow goes on inside this call, as in futoin-asyncsteps
+        goOn(this, !this._foreign && this._h !== undefined && N.flowNow(this._h));
+    }
+
+    _handle_error(name) {
+        const h = this._waitH;
+        if (this._running && h !== undefined && h !== CUR && isLive(h)) {
+            this._waitH = undefined;
+            try {
+                raise(this, h, name, undefined); // its handlers run now
+            } catch (e) {
+                // raise() throws as error() does; this does not
+            }
+        }
     }
 
     loop(func, label) {

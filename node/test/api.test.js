@@ -521,6 +521,49 @@ test('_exec_stack of the root ends with the step function that runs', T, async (
     assert.deepStrictEqual(seen, [true]);
 });
 
+test('_burst_success() of the root completes its waiting step and runs the flow now', T, async () => {
+    // futoin-executor completes a request's waiting step so from an event:
+    // it was no function here (TypeError, the flow hung)
+    const log = [];
+    await new Promise((resolve) => {
+        $as()
+            .add((as) => {
+                as.waitExternal();
+                setImmediate(() => {
+                    as._root._burst_success(['v']);
+                    log.push('returned');
+                });
+            })
+            .add((as, v) => {
+                log.push(`next ${v}`);
+            })
+            .add((as) => resolve())
+            .execute();
+    });
+    assert.deepStrictEqual(log, ['next v', 'returned']);
+});
+
+test('_handle_success() and _handle_error() of the root complete its waiting step', T, async () => {
+    const seen = [];
+    await new Promise((resolve) => {
+        $as()
+            .add((as) => {
+                as.waitExternal();
+                setImmediate(() => as._root._handle_success([1, 2]));
+            })
+            .add((as, a, b) => {
+                seen.push(a + b);
+                as.waitExternal();
+                setImmediate(() => as._root._handle_error('Fail'));
+            }, (as, err) => {
+                seen.push(err);
+                resolve();
+            })
+            .execute();
+    });
+    assert.deepStrictEqual(seen, [3, 'Fail']);
+});
+
 test('_exec_stack of a root before execute() is an empty array', T, () => {
     if (process.env.NODE_ENV === 'production') {
         return;

@@ -260,3 +260,52 @@ test('a step timeout past a 32-bit signed int is 1 ms, as on Node\'s timers', T,
         process.off('warning', onWarning);
     }
 });
+
+test('a step timeout fires in a timers phase, not within the turn that set it', T, async () => {
+    // as Node's timers: a turn that outlasts the timeout (another flow's busy
+    // step here) still lets the step's nextTick completion in first. The
+    // engine's clock ran on during the turn and the Timeout came first, so
+    // futoin-invoker aborted 1 ms calls before their request left
+    const log = [];
+    const busy = (ms) => {
+        const t0 = process.hrtime.bigint();
+        while (Number(process.hrtime.bigint() - t0) < ms * 1e6) {
+            // a step that takes its time, in the same turn
+        }
+    };
+    const done = deferred();
+    let aw;
+    let bw;
+    $as()
+        .add((as) => {
+            as.waitExternal();
+            aw = as;
+        })
+        .add((as) => {
+            as.setTimeout(1);
+            process.nextTick(() => as.success('A ok'));
+        }, (as, err) => {
+            log.push(`A ${err}`);
+        })
+        .add((as, v) => {
+            log.push(v);
+            done.resolve();
+        })
+        .execute();
+    $as()
+        .add((as) => {
+            as.waitExternal();
+            bw = as;
+        })
+        .add((as) => {
+            busy(5);
+            log.push('B busy');
+        })
+        .execute();
+    setImmediate(() => {
+        aw.success();
+        bw.success();
+    });
+    await done.promise;
+    assert.deepStrictEqual(log, ['B busy', 'A ok']);
+});

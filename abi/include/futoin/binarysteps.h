@@ -151,7 +151,8 @@ struct FutoInAsyncStepsAPI_
                     const char* label);
             /* Index 11: raise "LoopBreak" with the label (NULL = innermost
              * loop) as error_info; return right after. Outside a loop or with
-             * an unknown label it unwinds like any other error. */
+             * an unknown label it unwinds like any other error. In a step
+             * callback, or on a step waiting for an event (loop thread). */
             void (*breakLoop)(FutoInAsyncSteps* bsi, const char* label);
             /* Index 12: as breakLoop with "LoopCont": next iteration. */
             void (*continueLoop)(FutoInAsyncSteps* bsi, const char* label);
