@@ -586,7 +586,7 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
     return ran;
 }
 
-int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
+static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int timers)
 {
     if (!t || t->dying) {
         return -1;
@@ -599,10 +599,10 @@ int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
         t->owner = pthread_self();
     }
     ftool_drain_posts(t);
-    if (t->virtual_time && !t->q_head && t->heap_len && t->heap[0]->deadline > t->vnow) {
+    if (timers && t->virtual_time && !t->q_head && t->heap_len && t->heap[0]->deadline > t->vnow) {
         t->vnow = t->heap[0]->deadline;
     }
-    if (t->heap_len) {
+    if (timers && t->heap_len) {
         ftool_run_due_timers(t, ftool_now(t));
     }
     size_t n = max_tasks ? max_tasks : t->q_len;
@@ -617,4 +617,19 @@ int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
     int64_t d = futoin_tool_next_delay(t);
     tool_arm(t, d);
     return d;
+}
+
+int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
+{
+    return iterate(t, max_tasks, 1);
+}
+
+int64_t futoin_tool_iterate_ready(FutoInAsyncTool* t, uint32_t max_tasks)
+{
+    return iterate(t, max_tasks, 0);
+}
+
+int futoin_tool_has_ready(FutoInAsyncTool* t)
+{
+    return t && !t->dying && (t->q_head || atomic_load_explicit(&t->has_posts, memory_order_acquire));
 }

@@ -250,23 +250,27 @@ const raise = (root, h, name, error_info) => {
         deferRaise(root, e, RAISE_ERROR, e.message, infoArg(error_info));
     } else {
         errorInC(root, h, name, infoArg(error_info));
-        // its handlers run now, as futoin-asyncsteps runs them in error();
-        // the steps after them wait for a turn, as after any completion
-        // from outside (virtual time: no event used up; inside an event, as
-        // soon as the event's callback returns)
-        if (root._foreign || root._h === undefined) {
-            if (!root._test) {
-                N.runNow();
-            }
-        } else if (N.flowNow(root._h, true)) {
-            runAlone(root._test, HOST_ERRORS);
-        } else if (root._test) {
-            reg.afterEvent.push(root);
-        } else {
-            N.runNow();
-        }
+        errorsNow(root);
     }
     throw e;
+};
+
+/* an error raised on a step from outside a callback: its handlers run now,
+ * as futoin-asyncsteps runs them in error(); the steps after them wait for
+ * a turn, as after any completion from outside (virtual time: no event used
+ * up; inside an event, as soon as the event's callback returns) */
+const errorsNow = (root) => {
+    if (root._foreign || root._h === undefined) {
+        if (!root._test) {
+            N.runNow();
+        }
+    } else if (N.flowNow(root._h, true)) {
+        runAlone(root._test, HOST_ERRORS);
+    } else if (root._test) {
+        reg.afterEvent.push(root);
+    } else {
+        N.runNow();
+    }
 };
 
 /* any value as a string, even one whose conversion throws */
@@ -531,6 +535,9 @@ class AsyncStepProtector {
             this.error('InternalError', 'Invalid success() call');
         }
         this._f |= F_DONE;
+        if (this._root._waitH === this._h) {
+            this._root._waitH = undefined; // completed: the root's internals see no step waiting
+        }
         successN(this._h, args, this._h === CUR);
     }
 
@@ -538,6 +545,9 @@ class AsyncStepProtector {
         sanity(this);
         if (outOfService(this)) {
             throw new Error(STALE);
+        }
+        if (this._root._waitH === this._h) {
+            this._root._waitH = undefined;
         }
         raise(this._root, this._h, name, error_info);
     }
@@ -638,10 +648,15 @@ class AsyncStepProtector {
         this._root.state.last_exception = null;
         if (this._h === CUR) {
             deferRaise(this._root, e, kind, label, undefined);
-        } else if (kind === RAISE_BREAK) {
-            N.break(this._h, label);
         } else {
-            N.continue(this._h, label);
+            // from an event: the handlers on the way run now, as for error()
+            this._root._waitH = undefined;
+            if (kind === RAISE_BREAK) {
+                N.break(this._h, label);
+            } else {
+                N.continue(this._h, label);
+            }
+            errorsNow(this._root);
         }
         throw e;
     }
@@ -1025,25 +1040,40 @@ class AsyncSteps {
     /* futoin-asyncsteps' internals FutoIn libraries call on the root: they
      * complete the step that waits for an event (futoin-executor ends a
      * request with _burst_success()) */
-    _handle_success(args = []) {
+    /* the step waiting for an event, else undefined: then, as in the
+     * reference, the rest of a running flow is dropped */
+    _waiting() {
         const h = this._waitH;
-        if (!this._running || h === undefined || h === CUR || !isLive(h)) {
+        if (this._running && h !== undefined && h !== CUR && isLive(h)) {
+            this._waitH = undefined;
+            return h;
+        }
+        if (this._running && CUR_ROOT !== this) {
+            this.cancel();
+        }
+        return undefined;
+    }
+
+    _handle_success(args = []) {
+        const h = this._waiting();
+        if (h === undefined) {
             this.error('InternalError', 'Invalid success completion');
         }
-        this._waitH = undefined;
         successN(h, args, false);
     }
 
     _burst_success(args = []) {
-        this._handle_success(args);
-        // the flow goes on inside this call, as in futoin-asyncsteps
-        goOn(this, !this._foreign && this._h !== undefined && N.flowNow(this._h));
+        const h = this._waiting();
+        if (h !== undefined) {
+            successN(h, args, false);
+            // the flow goes on inside this call, as in futoin-asyncsteps
+            goOn(this, !this._foreign && this._h !== undefined && N.flowNow(this._h));
+        }
     }
 
     _handle_error(name) {
-        const h = this._waitH;
-        if (this._running && h !== undefined && h !== CUR && isLive(h)) {
-            this._waitH = undefined;
+        const h = this._waiting();
+        if (h !== undefined) {
             try {
                 raise(this, h, name, undefined); // its handlers run now
             } catch (e) {

@@ -220,8 +220,6 @@ struct jsenv
     int production;    /* NODE_ENV=production: no sanity checks */
     int test_fired;        /* a callLater() event ran in testNext() */
     uint32_t turn_steps;   /* JS steps run in this turn of the loop */
-    uint32_t turn_depth;   /* inside turn() (nested through runNow()) */
-    uint64_t turn_now;     /* the scheduler's clock during the turn */
     uint32_t exec_slot;    /* the root execute() runs now: JS has not listed it yet */
     napi_value exec_obj;
     jvtype vt[JV_NTYPES]; /* JS values held by C (values.c) */

@@ -61,22 +61,24 @@ static void drain_host(jsenv* e, FutoInAsyncTool* t)
  * steps ran, as the JS library runs 100 steps before it yields */
 static void turn(jsenv* e)
 {
-    if (e->turn_depth++ == 0) {
-        uv_update_time(e->loop);
-        e->turn_now = uv_now(e->loop);
-    }
     e->turn_steps = 0;
     for (int round = 0; round < 100; ++round) {
-        int64_t d = futoin_tool_iterate(e->tool, 0);
+        /* due timers at the start only, as Node's timers phase: a timeout
+         * that came due during the turn waits for the next one (a
+         * process.nextTick() completion of its step comes first) */
+        if (round == 0) {
+            futoin_tool_iterate(e->tool, 0);
+        } else {
+            futoin_tool_iterate_ready(e->tool, 0);
+        }
         drain_host(e, e->tool);
-        if (e->turn_steps >= 100 || (d != 0 && futoin_tool_next_delay(e->tool) != 0)) {
+        if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool)) {
             break;
         }
     }
     /* our handles follow the scheduler again (a set-aside step may have
      * armed them behind its back), or come back for what is left */
     hook_arm(e, futoin_tool_host_pending(e->tool) ? 0 : futoin_tool_next_delay(e->tool));
-    --e->turn_depth;
 }
 
 void jd_arm_ready(jsenv* e)
@@ -179,20 +181,6 @@ static void hook_wakeup(void* data)
     uv_async_send(&e->async); /* any thread */
 }
 
-/* The scheduler's clock, as Node's timers: the time now (as setTimeout()
- * reads it), standing still during a turn, so a timeout never fires within
- * the turn that set it (a process.nextTick() completion comes first), only
- * in a later one */
-static uint64_t loop_clock(void* data)
-{
-    jsenv* e = data;
-    if (e->turn_depth) {
-        return e->turn_now;
-    }
-    uv_update_time(e->loop);
-    return uv_now(e->loop);
-}
-
 int jd_init(jsenv* e)
 {
     if (napi_get_uv_event_loop(e->env, &e->loop) != napi_ok) {
@@ -208,7 +196,6 @@ int jd_init(jsenv* e)
     uv_unref((uv_handle_t*)&e->check);
     uv_unref((uv_handle_t*)&e->async);
     e->armed = -1;
-    futoin_tool_set_clock(e->tool, loop_clock, e);
     FutoInLoopHooks hooks = {e, hook_arm, hook_wakeup};
     futoin_tool_set_hooks(e->tool, &hooks);
     return 0;

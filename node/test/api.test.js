@@ -564,6 +564,57 @@ test('_handle_success() and _handle_error() of the root complete its waiting ste
     assert.deepStrictEqual(seen, [3, 'Fail']);
 });
 
+test('the root methods with no step waiting: _burst_success() returns, the flow ends', T, async () => {
+    // it threw to the event's callback (the process died), and a step
+    // completed already was completed again with a report on stderr; the
+    // reference drops the rest of the flow
+    const log = [];
+    await onTestTool((AT) => {
+        const root = $as();
+        root.add((as) => {
+            as.waitExternal();
+            AT.callLater(() => {
+                as.success('once');
+                root._burst_success(['late']);
+                log.push('returned');
+            }, 1);
+        }, (as, err) => {
+            log.push(`eh ${err}`);
+        });
+        root.add((as, v) => {
+            log.push(v);
+        });
+        root.execute();
+        AT.run();
+        assert.throws(() => $as()._handle_success(), /InternalError/);
+    });
+    assert.deepStrictEqual(log, ['returned']);
+});
+
+test('break() from an event runs the error handlers on the way inside the call, as error() does', T, async () => {
+    const out = [];
+    await new Promise((resolve) => {
+        $as()
+            .loop((as) => {
+                as.add((as) => {
+                    as.waitExternal();
+                    setImmediate(() => {
+                        try {
+                            as.break();
+                        } catch (e) {
+                            out.push(`threw ${e.message}`);
+                        }
+                    });
+                }, (as, err) => {
+                    out.push(`eh ${err}`);
+                });
+            })
+            .add((as) => resolve())
+            .execute();
+    });
+    assert.deepStrictEqual(out, ['eh LoopBreak', 'threw LoopBreak']);
+});
+
 test('_exec_stack of a root before execute() is an empty array', T, () => {
     if (process.env.NODE_ENV === 'production') {
         return;

@@ -309,3 +309,31 @@ test('a step timeout fires in a timers phase, not within the turn that set it', 
     await done.promise;
     assert.deepStrictEqual(log, ['B busy', 'A ok']);
 });
+
+test('a step timeout set after a long step in the same turn still waits its time', T, async () => {
+    // a clock frozen at the start of the turn made it fire at once
+    const busy = (ms) => {
+        const end = Date.now() + ms;
+        while (Date.now() < end) {
+            // a step that takes its time
+        }
+    };
+    const done = deferred();
+    let set = 0;
+    $as()
+        .add((as) => {
+            as.waitExternal();
+            setImmediate(() => as.success());
+        })
+        .add((as) => {
+            busy(30);
+            set = Date.now();
+            as.setTimeout(20);
+        }, (as, err) => {
+            done.resolve([err, Date.now() - set]);
+        })
+        .execute();
+    const [err, waited] = await done.promise;
+    assert.strictEqual(err, 'Timeout');
+    assert.ok(waited >= 19, `fired after ${waited} ms of 20`); // Date.now() is whole ms
+});

@@ -122,6 +122,11 @@ FUTOIN_API void futoin_tool_set_hooks(FutoInAsyncTool* tool, const FutoInLoopHoo
  * ones ready at the call). Returns the delay in ms until the next work: 0
  * ready now, -1 nothing pending. */
 FUTOIN_API int64_t futoin_tool_iterate(FutoInAsyncTool* tool, uint32_t max_tasks);
+/* The same without timers: a host loop whose timers fire in a phase of
+ * their own (Node's) runs the work that became ready meanwhile with it. */
+FUTOIN_API int64_t futoin_tool_iterate_ready(FutoInAsyncTool* tool, uint32_t max_tasks);
+/* Whether immediates (or posts) wait to run, timers aside. */
+FUTOIN_API int futoin_tool_has_ready(FutoInAsyncTool* tool);
 /* Runs exactly one event without blocking: the oldest ready immediate, or
  * else the earliest timer if it is due (in virtual time the clock moves to
  * it). Returns 1 when something ran. For test schedulers stepping through
