@@ -70,6 +70,24 @@ static void immediates_run_fifo(void** state)
     assert_trace("i1|i2|i3|i4|late");
 }
 
+/* iterate_ready(): the ready immediates only; a due timer waits for
+ * iterate() (a host whose timers have a phase of their own) */
+static void iterate_ready_leaves_due_timers(void** state)
+{
+    (void)state;
+    dfr(5, "t");
+    imm("i1");
+    futoin_tool_advance(g_fx.tool, 10); /* the timer is due */
+    assert_true(futoin_tool_has_ready(g_fx.tool));
+    futoin_tool_iterate_ready(g_fx.tool, 0);
+    assert_trace("i1");
+    assert_false(futoin_tool_has_ready(g_fx.tool));
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), 0);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_trace("i1|t@10");
+    assert_false(futoin_tool_has_ready(NULL));
+}
+
 static void timers_fire_in_deadline_order(void** state)
 {
     (void)state;
@@ -1218,6 +1236,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
             T(immediates_run_fifo),
+            T(iterate_ready_leaves_due_timers),
             T(timers_fire_in_deadline_order),
             T(timers_equal_deadlines_fire_in_setting_order),
             T(virtual_time_jumps_to_deadline_without_sleeping),
