@@ -306,6 +306,7 @@ typedef struct StepsObject
     PyObject_HEAD
     FutoInAsyncSteps* bsi;
     struct pyfrag* frags; /* roots: the callbacks their root-level steps hold (the GC sees them) */
+    struct pyfrag* plain; /* roots: the root-level steps of plain functions (no cycle through them) */
     unsigned runs;    /* roots: execute() calls accepted so far */
     struct pyfrag* spare; /* roots: frags of runs long over, for new root-level steps */
     unsigned awaits;  /* roots: await_() steps added since the last flow ended */
@@ -316,6 +317,7 @@ typedef struct StepsObject
     int went_on;      /* in its callback: success(), add() ... (an error handler recovered) */
     struct StepsObject* par_root; /* a root-level parallel's view: the root its branches' callbacks are listed on */
     PyObject* model;  /* roots: recorded root-level adds (copy_from) */
+    PyObject* spent_model; /* roots: the model of the last run, freed with the next (or the root) */
     PyObject* weakrefs;
 } StepsObject;
 
@@ -364,8 +366,10 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->par_root = NULL;
     v->link = NULL;
     v->model = NULL;
+    v->spent_model = NULL;
     v->weakrefs = NULL;
     v->frags = NULL;
+    v->plain = NULL;
     v->spare = NULL;
     v->runs = 0;
     v->awaits = 0;
@@ -468,20 +472,30 @@ static int refers_to_nothing_of_its_own(PyObject* o)
     return !fn->func_closure && !fn->func_defaults && !fn->func_kwdefaults && !fn->func_dict;
 }
 
+static void pyfrag_link(pyfrag** head, pyfrag* f)
+{
+    f->next = *head;
+    if (f->next) {
+        f->next->pprev = &f->next;
+    }
+    f->pprev = head;
+    *head = f;
+}
+
 static void pyfrag_hold(StepsObject* self, FutoInAsyncSteps* owner, pyfrag* f)
 {
-    /* a root's own steps (all: a re-run reuses their memory), and the
-     * branches of its root-level parallels */
+    /* a root's own steps (all: a re-run reuses their memory; the GC sees
+     * the ones a cycle can run through), and the branches of its
+     * root-level parallels (those a cycle can run through) */
     StepsObject* root = self->owns ? self : self->par_root;
-    if (f && root && owner == self->bsi
-            && (self->owns || !(refers_to_nothing_of_its_own(f->func) && refers_to_nothing_of_its_own(f->onerror)))) {
-        f->run = root->runs;
-        f->next = root->frags;
-        if (f->next) {
-            f->next->pprev = &f->next;
-        }
-        f->pprev = &root->frags;
-        root->frags = f;
+    if (!f || !root || owner != self->bsi) {
+        return;
+    }
+    f->run = root->runs;
+    if (!(refers_to_nothing_of_its_own(f->func) && refers_to_nothing_of_its_own(f->onerror))) {
+        pyfrag_link(&root->frags, f);
+    } else if (self->owns) {
+        pyfrag_link(&root->plain, f);
     }
 }
 
@@ -513,17 +527,22 @@ static void pyfrag_release(void* p)
  * run's may still be on the stack, in its unhandled-error callback). */
 static void pyfrag_drop_old_runs(StepsObject* root)
 {
-    pyfrag* f = root->frags;
-    while (f) {
-        pyfrag* next = f->next;
-        if (root->runs - f->run >= 2) {
-            pyfrag_drop(f);
-            if (f->root_mem) {
-                f->next = root->spare;
-                root->spare = f;
+    if (root->runs < 2) {
+        return; /* no run is long over yet (a root run once: no walk) */
+    }
+    for (int list = 0; list < 2; ++list) {
+        pyfrag* f = list ? root->plain : root->frags;
+        while (f) {
+            pyfrag* next = f->next;
+            if (root->runs - f->run >= 2) {
+                pyfrag_drop(f);
+                if (f->root_mem) {
+                    f->next = root->spare;
+                    root->spare = f;
+                }
             }
+            f = next;
         }
-        f = next;
     }
 }
 
@@ -1890,9 +1909,11 @@ static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
     self->runs += idle;
     if (self->model && self->model != Py_None) {
         /* as futoin-asyncsteps: the run takes the queued steps; a root
-         * re-used for add() + run() cycles keeps none of them */
+         * re-used for add() + run() cycles keeps none of them (freed one
+         * run later: a root run once frees them when it goes, not in run) */
+        Py_XSETREF(self->spent_model, self->model);
         Py_INCREF(Py_None);
-        Py_SETREF(self->model, Py_None);
+        self->model = Py_None;
     }
     Py_RETURN_NONE;
 }
@@ -2083,6 +2104,7 @@ static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
 {
     Py_VISIT(self->tool);
     Py_VISIT(self->model);
+    Py_VISIT(self->spent_model);
     Py_VISIT(self->par_root);
     for (pyfrag* f = self->frags; f; f = f->next) {
         Py_VISIT(f->func);
@@ -2100,6 +2122,7 @@ static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
 static int Steps_clear(StepsObject* self)
 {
     Py_CLEAR(self->model);
+    Py_CLEAR(self->spent_model);
     Py_CLEAR(self->par_root);
     /* unreachable: its steps never run again (the root is freed next) */
     for (pyfrag* f = self->frags; f; f = f->next) {
@@ -2146,15 +2169,19 @@ static void Steps_dealloc(StepsObject* self)
     }
     /* a root freed later (its flow was inside a callback) keeps its steps:
      * they must not unlink from a list that is gone */
-    for (pyfrag* f = self->frags; f;) {
-        pyfrag* next = f->next;
-        f->next = NULL;
-        f->pprev = NULL;
-        f = next;
+    for (int list = 0; list < 2; ++list) {
+        for (pyfrag* f = list ? self->plain : self->frags; f;) {
+            pyfrag* next = f->next;
+            f->next = NULL;
+            f->pprev = NULL;
+            f = next;
+        }
     }
     self->frags = NULL;
+    self->plain = NULL;
     self->spare = NULL; /* the root's memory: gone with it */
     Py_CLEAR(self->model);
+    Py_CLEAR(self->spent_model);
     Py_CLEAR(self->par_root);
     Py_CLEAR(self->tool);
     PyObject_GC_Del(self);
