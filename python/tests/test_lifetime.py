@@ -216,3 +216,21 @@ def test_reused_root_keeps_no_memory_per_run(virtual_tool):
     cycles(40000)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 4096, f"{grown_kib} KiB more after 40000 runs of one root"
+
+
+def test_root_referred_to_by_its_step_functions_globals_is_freed(virtual_tool):
+    # a step function made in a namespace of its own (exec, FunctionType)
+    # whose globals hold the root: the GC did not see through it
+    refs = []
+    for _ in range(10):
+        ns = {}
+        exec("def step(as_):\n    return ROOT\n", ns)
+        root = AsyncSteps(virtual_tool)
+        ns["ROOT"] = root
+        root.add(ns["step"])
+        step_doc = ns["step"]
+        root.add(lambda as_: None)
+        refs.append(weakref.ref(root))
+        del root, ns, step_doc
+    gc.collect()
+    assert [r for r in refs if r() is not None] == []

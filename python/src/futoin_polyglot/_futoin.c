@@ -306,7 +306,6 @@ typedef struct StepsObject
     PyObject_HEAD
     FutoInAsyncSteps* bsi;
     struct pyfrag* frags; /* roots: the callbacks their root-level steps hold (the GC sees them) */
-    struct pyfrag* plain; /* roots: the root-level steps of plain functions (no cycle through them) */
     unsigned runs;    /* roots: execute() calls accepted so far */
     struct pyfrag* spare; /* roots: frags of runs long over, for new root-level steps */
     unsigned awaits;  /* roots: await_() steps added since the last flow ended */
@@ -369,7 +368,6 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->spent_model = NULL;
     v->weakrefs = NULL;
     v->frags = NULL;
-    v->plain = NULL;
     v->spare = NULL;
     v->runs = 0;
     v->awaits = 0;
@@ -457,21 +455,6 @@ typedef struct pyfrag
  * callbacks (closures that may refer to the root, a promise()'s future
  * holding the error and its traceback) are on its list: Steps_traverse
  * shows them to the GC, and cycles through the root can be collected. */
-/* a plain function: no closure, defaults or attributes, so what it
- * refers to (its code, its module's globals) is reachable anyway and no
- * cycle can run through it; the common step needs no place on the list */
-static int refers_to_nothing_of_its_own(PyObject* o)
-{
-    if (!o) {
-        return 1;
-    }
-    if (!PyFunction_Check(o)) {
-        return 0;
-    }
-    PyFunctionObject* fn = (PyFunctionObject*)o;
-    return !fn->func_closure && !fn->func_defaults && !fn->func_kwdefaults && !fn->func_dict;
-}
-
 static void pyfrag_link(pyfrag** head, pyfrag* f)
 {
     f->next = *head;
@@ -484,18 +467,13 @@ static void pyfrag_link(pyfrag** head, pyfrag* f)
 
 static void pyfrag_hold(StepsObject* self, FutoInAsyncSteps* owner, pyfrag* f)
 {
-    /* a root's own steps (all: a re-run reuses their memory; the GC sees
-     * the ones a cycle can run through), and the branches of its
-     * root-level parallels (those a cycle can run through) */
+    /* a root's own steps (a re-run reuses their memory) and the branches of
+     * its root-level parallels: the GC sees them all (a function's globals,
+     * doc or annotations may hold the root too) */
     StepsObject* root = self->owns ? self : self->par_root;
-    if (!f || !root || owner != self->bsi) {
-        return;
-    }
-    f->run = root->runs;
-    if (!(refers_to_nothing_of_its_own(f->func) && refers_to_nothing_of_its_own(f->onerror))) {
+    if (f && root && owner == self->bsi) {
+        f->run = root->runs;
         pyfrag_link(&root->frags, f);
-    } else if (self->owns) {
-        pyfrag_link(&root->plain, f);
     }
 }
 
@@ -530,19 +508,17 @@ static void pyfrag_drop_old_runs(StepsObject* root)
     if (root->runs < 2) {
         return; /* no run is long over yet (a root run once: no walk) */
     }
-    for (int list = 0; list < 2; ++list) {
-        pyfrag* f = list ? root->plain : root->frags;
-        while (f) {
-            pyfrag* next = f->next;
-            if (root->runs - f->run >= 2) {
-                pyfrag_drop(f);
-                if (f->root_mem) {
-                    f->next = root->spare;
-                    root->spare = f;
-                }
+    pyfrag* f = root->frags;
+    while (f) {
+        pyfrag* next = f->next;
+        if (root->runs - f->run >= 2) {
+            pyfrag_drop(f);
+            if (f->root_mem) {
+                f->next = root->spare;
+                root->spare = f;
             }
-            f = next;
         }
+        f = next;
     }
 }
 
@@ -2169,16 +2145,13 @@ static void Steps_dealloc(StepsObject* self)
     }
     /* a root freed later (its flow was inside a callback) keeps its steps:
      * they must not unlink from a list that is gone */
-    for (int list = 0; list < 2; ++list) {
-        for (pyfrag* f = list ? self->plain : self->frags; f;) {
-            pyfrag* next = f->next;
-            f->next = NULL;
-            f->pprev = NULL;
-            f = next;
-        }
+    for (pyfrag* f = self->frags; f;) {
+        pyfrag* next = f->next;
+        f->next = NULL;
+        f->pprev = NULL;
+        f = next;
     }
     self->frags = NULL;
-    self->plain = NULL;
     self->spare = NULL; /* the root's memory: gone with it */
     Py_CLEAR(self->model);
     Py_CLEAR(self->spent_model);
