@@ -556,7 +556,10 @@ class AsyncStepProtector {
         sanity(this);
         timeout_ms = msOf(timeout_ms);
         if (this._h === CUR) {
+            // applied now, not when the callback returns: the deadline
+            // counts from this call, as a setTimeout() of Node's does
             queue(CUR, OP_TIMEOUT, clampMs(timeout_ms), 0);
+            N.flush();
         } else {
             N.setTimeout(this._h, timeout_ms);
         }

@@ -7,6 +7,8 @@
  */
 #include "addon.h"
 
+#include <time.h>
+
 static void turn(jsenv* e);
 static void hook_arm(void* data, int64_t delay_ms);
 
@@ -149,6 +151,26 @@ static void on_async(uv_async_t* h)
     run_iterate(h->data);
 }
 
+/* The scheduler's clock reads the time libuv's loop time is made of (its
+ * "fast" monotonic clock, in ms), up to date, as Node's setTimeout() reads
+ * it: deadlines fall where an equal setTimeout() of the same moment falls.
+ * The loop's own time is left alone (moving it on in a timers phase would
+ * fire timers armed in that phase at once, which Node does not). */
+static uint64_t loop_clock(void* data)
+{
+    (void)data;
+    static clockid_t id = (clockid_t)-1;
+    struct timespec t;
+    if (id == (clockid_t)-1) {
+        /* libuv's choice: the coarse clock when it ticks at least every ms */
+        id = clock_getres(CLOCK_MONOTONIC_COARSE, &t) == 0 && t.tv_sec == 0 && t.tv_nsec <= 1000000
+                ? CLOCK_MONOTONIC_COARSE
+                : CLOCK_MONOTONIC;
+    }
+    clock_gettime(id, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
 static void hook_arm(void* data, int64_t delay_ms)
 {
     jsenv* e = data;
@@ -167,7 +189,12 @@ static void hook_arm(void* data, int64_t delay_ms)
             uv_idle_stop(&e->idle);
         }
         if (delay_ms > 0) {
-            uv_timer_start(&e->timer, on_timer, (uint64_t)delay_ms, 0);
+            /* libuv counts from the loop's time, which may lag the clock the
+             * delay came from: the timer falls due at the deadline itself
+             * (an equal setTimeout() set after it fires after it) */
+            uint64_t now = loop_clock(e);
+            uint64_t lag = now > uv_now(e->loop) ? now - uv_now(e->loop) : 0;
+            uv_timer_start(&e->timer, on_timer, (uint64_t)delay_ms + lag, 0);
         } else {
             uv_timer_stop(&e->timer);
         }
@@ -196,6 +223,7 @@ int jd_init(jsenv* e)
     uv_unref((uv_handle_t*)&e->check);
     uv_unref((uv_handle_t*)&e->async);
     e->armed = -1;
+    futoin_tool_set_clock(e->tool, loop_clock, e);
     FutoInLoopHooks hooks = {e, hook_arm, hook_wakeup};
     futoin_tool_set_hooks(e->tool, &hooks);
     return 0;

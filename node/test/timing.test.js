@@ -337,3 +337,31 @@ test('a step timeout set after a long step in the same turn still waits its time
     assert.strictEqual(err, 'Timeout');
     assert.ok(waited >= 19, `fired after ${waited} ms of 20`); // Date.now() is whole ms
 });
+
+test('a step timeout counts from its setTimeout() call, not from the return of the callback', T, async () => {
+    // it was applied when the callback returned: a step busy after the call
+    // pushed its deadline past a completion due later than it
+    const busy = (ms) => {
+        const end = Date.now() + ms;
+        while (Date.now() < end) {
+            // the rest of the step's work
+        }
+    };
+    const got = await new Promise((resolve) => {
+        $as()
+            .add((as) => {
+                as.setTimeout(50);
+                setTimeout(() => {
+                    try {
+                        as.success();
+                    } catch (e) {
+                        // timed out first
+                    }
+                }, 70);
+                busy(40);
+            }, (as, err) => resolve(err))
+            .add((as) => resolve('success'))
+            .execute();
+    });
+    assert.strictEqual(got, 'Timeout'); // due at 50 ms, before the completion at 70
+});
