@@ -1040,11 +1040,11 @@ class AsyncSteps {
         return this._es || (this._es = []); // [] before execute() too, as the reference
     }
 
-    /* futoin-asyncsteps' internals FutoIn libraries call on the root: they
-     * complete the step that waits for an event (futoin-executor ends a
-     * request with _burst_success()) */
-    /* the step waiting for an event, else undefined: then, as in the
-     * reference, the rest of a running flow is dropped */
+    /* _handle_success(), _burst_success(), _handle_error(): futoin-asyncsteps'
+     * internals FutoIn libraries call on the root; they complete the step
+     * that waits for an event (futoin-executor ends a request with
+     * _burst_success()). _waiting(): that step, else undefined; then, as in
+     * the reference, the rest of a running flow is dropped */
     _waiting() {
         const h = this._waitH;
         if (this._running && h !== undefined && h !== CUR && isLive(h)) {

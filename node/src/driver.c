@@ -156,18 +156,23 @@ static void on_async(uv_async_t* h)
  * it: deadlines fall where an equal setTimeout() of the same moment falls.
  * The loop's own time is left alone (moving it on in a timers phase would
  * fire timers armed in that phase at once, which Node does not). */
+static clockid_t g_clock_id = CLOCK_MONOTONIC;
+static pthread_once_t g_clock_once = PTHREAD_ONCE_INIT;
+
+static void clock_choose(void)
+{
+    /* libuv's choice: the coarse clock when it ticks at least every ms */
+    struct timespec t;
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &t) == 0 && t.tv_sec == 0 && t.tv_nsec <= 1000000) {
+        g_clock_id = CLOCK_MONOTONIC_COARSE;
+    }
+}
+
 static uint64_t loop_clock(void* data)
 {
     (void)data;
-    static clockid_t id = (clockid_t)-1;
     struct timespec t;
-    if (id == (clockid_t)-1) {
-        /* libuv's choice: the coarse clock when it ticks at least every ms */
-        id = clock_getres(CLOCK_MONOTONIC_COARSE, &t) == 0 && t.tv_sec == 0 && t.tv_nsec <= 1000000
-                ? CLOCK_MONOTONIC_COARSE
-                : CLOCK_MONOTONIC;
-    }
-    clock_gettime(id, &t);
+    clock_gettime(g_clock_id, &t);
     return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
@@ -223,6 +228,7 @@ int jd_init(jsenv* e)
     uv_unref((uv_handle_t*)&e->check);
     uv_unref((uv_handle_t*)&e->async);
     e->armed = -1;
+    pthread_once(&g_clock_once, clock_choose); /* workers too */
     futoin_tool_set_clock(e->tool, loop_clock, e);
     FutoInLoopHooks hooks = {e, hook_arm, hook_wakeup};
     futoin_tool_set_hooks(e->tool, &hooks);
