@@ -403,6 +403,18 @@ static void wait_with_cancel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs
     bsi->api->setCancel(bsi, NULL, cancel_trace);
 }
 
+/* a new root with the hook (tag as its data), waiting in a step that traces
+ * `name` and has a cancel handler */
+static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
+{
+    FutoInAsyncSteps* r = futoin_steps_new(g_fx.tool);
+    futoin_steps_set_cancelled(r, on_cancelled, (void*)tag);
+    r->api->add(r, (void*)name, wait_with_cancel, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_run(g_fx.tool);
+    return r;
+}
+
 /* set_cancelled(): called once when a running flow of the root is cancelled
  * (cancel(), free() of a running root), after its cancel handlers; not on
  * success, an unhandled error, nor a cancel() of an idle root */
@@ -426,20 +438,12 @@ static void cancelled_callback_on_cancel_only(void** state)
     assert_trace("w|cancel handler|cancelled:a");
     /* freed inside the callback */
     trace_reset();
-    FutoInAsyncSteps* x = futoin_steps_new(g_fx.tool);
-    futoin_steps_set_cancelled(x, on_cancelled, "free");
-    x->api->add(x, "x", wait_with_cancel, NULL);
-    x->api->execute(x, NULL, on_unhandled);
-    futoin_tool_run(g_fx.tool);
+    FutoInAsyncSteps* x = waiting_root("free", "x");
     x->api->cancel(x);
     assert_trace("x|cancel handler|cancelled:free");
     /* free() of a running root cancels it first */
     trace_reset();
-    FutoInAsyncSteps* y = futoin_steps_new(g_fx.tool);
-    futoin_steps_set_cancelled(y, on_cancelled, "y");
-    y->api->add(y, "y", wait_with_cancel, NULL);
-    y->api->execute(y, NULL, on_unhandled);
-    futoin_tool_run(g_fx.tool);
+    FutoInAsyncSteps* y = waiting_root("y", "y");
     y->api->free(y);
     assert_trace("y|cancel handler|cancelled:y");
     futoin_steps_set_cancelled(NULL, on_cancelled, NULL);

@@ -397,15 +397,23 @@ MISUSE_STEP(m_waiter_with_memory, {
     assert_non_null(bsi->api->stack(bsi, 16, trace_cleanup));
 })
 
+/* the fixture's tool and root, for a test that frees them itself */
+static FutoInAsyncTool* take_fixture(FutoInAsyncSteps** root)
+{
+    FutoInAsyncTool* t = g_fx.tool;
+    *root = g_fx.root;
+    g_fx.root = NULL;
+    g_fx.tool = NULL;
+    return t;
+}
+
 /* The tool freed before its roots and sync objects: reported, and the tool
  * goes with the last of them (its pools held their memory: a crash) */
 static void tool_freed_before_its_roots(void** s)
 {
     (void)s;
-    FutoInAsyncTool* t = g_fx.tool;
-    FutoInAsyncSteps* as = g_fx.root;
-    g_fx.root = NULL;
-    g_fx.tool = NULL;
+    FutoInAsyncSteps* as;
+    FutoInAsyncTool* t = take_fixture(&as);
     FutoInSync* mtx = futoin_mutex_new(t, 1, 0);
     assert_non_null(mtx);
     as->api->addSync(as, mtx, NULL, m_waiter_with_memory, NULL);
@@ -434,10 +442,8 @@ static void f_free_root(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* arg
 static void dying_tool_runs_no_burst(void** s)
 {
     (void)s;
-    FutoInAsyncTool* t = g_fx.tool;
-    FutoInAsyncSteps* as = g_fx.root;
-    g_fx.root = NULL;
-    g_fx.tool = NULL;
+    FutoInAsyncSteps* as;
+    FutoInAsyncTool* t = take_fixture(&as);
     as->api->add(as, as, f_free_root, NULL);
     as->api->execute(as, NULL, on_unhandled);
     futoin_tool_free(t);

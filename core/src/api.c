@@ -214,6 +214,13 @@ static void api_handle_error(FutoInAsyncSteps* bsi, const char* code, const char
     }
 }
 
+/* in its callback, or waiting for an event, on the loop thread: the calls
+ * an event's callback may make on a step (as futoin-asyncsteps takes them) */
+static int in_callback_or_waiting(const fstep* s)
+{
+    return feng_in_callback(s) || (s->state == FS_WAIT && ftool_is_loop_thread(s->flow->tool));
+}
+
 static void api_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
 {
     fstep* s = live(bsi, "setTimeout()");
@@ -223,7 +230,7 @@ static void api_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
     /* a step waiting for an event may restart its timeout from outside, on
      * the loop thread (a deadline pushed back on progress), as setCancel()
      * may be set then */
-    if (!feng_in_callback(s) && !(s->state == FS_WAIT && ftool_is_loop_thread(s->flow->tool))) {
+    if (!in_callback_or_waiting(s)) {
         feng_misuse(s, "setTimeout() outside of a step callback");
         return;
     }
@@ -324,15 +331,13 @@ static void api_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
     }
 }
 
-/* in a callback, or on a step waiting for an event, from the loop thread
- * (an event's callback breaks out, as futoin-asyncsteps takes it) */
 static void loop_ctl(FutoInAsyncSteps* bsi, const char* code, const char* label, const char* slot)
 {
     fstep* s = live(bsi, slot);
     if (!s) {
         return;
     }
-    if (!feng_in_callback(s) && !(s->state == FS_WAIT && ftool_is_loop_thread(s->flow->tool))) {
+    if (!in_callback_or_waiting(s)) {
         feng_misuse(s, slot);
         return;
     }

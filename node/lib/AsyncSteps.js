@@ -255,6 +255,23 @@ const raise = (root, h, name, error_info) => {
     throw e;
 };
 
+/* root's step that waits for an event (taken: it waits no more), else undefined */
+const takeWaiting = (root) => {
+    const h = root._waitH;
+    if (root._running && h !== undefined && h !== CUR && isLive(h)) {
+        root._waitH = undefined;
+        return h;
+    }
+    return undefined;
+};
+
+/* step h completes from outside: no longer the root's waiting step */
+const doneWaiting = (root, h) => {
+    if (root._waitH === h) {
+        root._waitH = undefined;
+    }
+};
+
 /* an error raised on a step from outside a callback: its handlers run now,
  * as futoin-asyncsteps runs them in error(); the steps after them wait for
  * a turn, as after any completion from outside (virtual time: no event used
@@ -535,9 +552,7 @@ class AsyncStepProtector {
             this.error('InternalError', 'Invalid success() call');
         }
         this._f |= F_DONE;
-        if (this._root._waitH === this._h) {
-            this._root._waitH = undefined; // completed: the root's internals see no step waiting
-        }
+        doneWaiting(this._root, this._h);
         successN(this._h, args, this._h === CUR);
     }
 
@@ -546,9 +561,7 @@ class AsyncStepProtector {
         if (outOfService(this)) {
             throw new Error(STALE);
         }
-        if (this._root._waitH === this._h) {
-            this._root._waitH = undefined;
-        }
+        doneWaiting(this._root, this._h);
         raise(this._root, this._h, name, error_info);
     }
 
@@ -653,7 +666,7 @@ class AsyncStepProtector {
             deferRaise(this._root, e, kind, label, undefined);
         } else {
             // from an event: the handlers on the way run now, as for error()
-            this._root._waitH = undefined;
+            doneWaiting(this._root, this._h);
             if (kind === RAISE_BREAK) {
                 N.break(this._h, label);
             } else {
@@ -882,10 +895,9 @@ class AsyncSteps {
     }
 
     error(name, error_info) {
-        const h = this._waitH;
-        if (this._running && h !== undefined && h !== CUR && isLive(h)) {
+        const h = takeWaiting(this);
+        if (h !== undefined) {
             // as futoin-asyncsteps: the running flow fails at its waiting step
-            this._waitH = undefined;
             raise(this, h, name, error_info);
         }
         const e = stateError(this.state, name, error_info, CUR_ROOT === this);
@@ -1046,15 +1058,11 @@ class AsyncSteps {
      * _burst_success()). _waiting(): that step, else undefined; then, as in
      * the reference, the rest of a running flow is dropped */
     _waiting() {
-        const h = this._waitH;
-        if (this._running && h !== undefined && h !== CUR && isLive(h)) {
-            this._waitH = undefined;
-            return h;
-        }
-        if (this._running && CUR_ROOT !== this) {
+        const h = takeWaiting(this);
+        if (h === undefined && this._running && CUR_ROOT !== this) {
             this.cancel();
         }
-        return undefined;
+        return h;
     }
 
     _handle_success(args = []) {

@@ -238,6 +238,16 @@ def cstep(name, data=None, keep=None, onerror=None):
     return CStep(addr(name), data, keep=(clib(), keep), onerror=onerror)
 
 
+def received_from(tool, name):
+    """the values a Python step receives from C step `name` of a flow"""
+    got = []
+    root = AsyncSteps(tool)
+    root.add(cstep(name))
+    root.add(lambda as_, *values: got.append(values))
+    root.run()
+    return got[0]
+
+
 def test_headers_are_shipped():
     inc = os.path.join(os.path.dirname(futoin_polyglot.__file__), "include", "futoin")
     for h in ("binarysteps.h", "binaryval.h", "core.h"):
@@ -245,11 +255,7 @@ def test_headers_are_shipped():
 
 
 def test_c_step_int32_reaches_python_as_int(virtual_tool):
-    got = []
-    as_ = AsyncSteps(virtual_tool)
-    as_.add(cstep("c_answer"))
-    as_.add(lambda as_, v: got.append(v))
-    as_.run()
+    got = list(received_from(virtual_tool, "c_answer"))
     assert got == [42]
     assert type(got[0]) is int
 
@@ -447,11 +453,7 @@ def test_c_error_text_that_is_no_utf8_reaches_python_handlers(virtual_tool):
 
 
 def test_c_string32_past_unicode_becomes_replacement(virtual_tool):
-    got = []
-    root = AsyncSteps(virtual_tool)
-    root.add(cstep("c_bad_string32"))
-    root.add(lambda as_, v: got.append(v))
-    root.run()
+    got = list(received_from(virtual_tool, "c_bad_string32"))
     assert got == ["h\ufffdi"]
     assert list(got[0]) == ["h", "\ufffd", "i"]
 
@@ -466,11 +468,7 @@ def test_c_values_with_a_gap_keep_their_positions(virtual_tool):
 
 
 def test_foreign_c_object_reaches_python_as_its_address(virtual_tool):
-    got = []
-    root = AsyncSteps(virtual_tool)
-    root.add(cstep("c_foreign_object"))
-    root.add(lambda as_, v: got.append(v))
-    root.run()
+    got = list(received_from(virtual_tool, "c_foreign_object"))
     import gc
 
     gc.collect()
