@@ -666,7 +666,7 @@ class AsyncStepProtector {
             deferRaise(this._root, e, kind, label, undefined);
         } else {
             // from an event: the handlers on the way run now, as for error()
-            doneWaiting(this._root, this._h);
+            this._root._waitH = undefined;
             if (kind === RAISE_BREAK) {
                 N.break(this._h, label);
             } else {
