@@ -1027,10 +1027,156 @@ static void engine_step_after_unwinding_waits_its_turn(void** state)
     assert_trace("w|w:Ext|after");
 }
 
+/* ---- idle flows (futoin_steps_host_idle) ---- */
+
+static FutoInAsyncSteps* g_idle_waiting[4];
+static size_t g_idle_nwaiting;
+
+static void idle_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    trace("cancel:%s", (const char*)data);
+}
+
+/* a host whose steps wait: "w" plain, "wt" with a timer, "wc" with a cancel
+ * handler (idle_cancel), "sub" adds a waiting host step "w" */
+static void idle_drain(void)
+{
+    void* data;
+    const FutoInArgs* args;
+    FutoInAsyncSteps* bsi;
+    while ((bsi = futoin_tool_host_next(g_fx.tool, &data, &args))) {
+        const char* what = data;
+        trace("host:%s", what);
+        if (!strcmp(what, "sub")) {
+            bsi->api->add(bsi, "w", f_host, eh_recover);
+        } else if (what[0] == 'w') {
+            bsi->api->waitExternal(bsi);
+            if (what[1] == 't') {
+                bsi->api->setTimeout(bsi, 1000);
+            } else if (what[1] == 'c') {
+                bsi->api->setCancel(bsi, "wc", idle_cancel);
+            }
+            g_idle_waiting[g_idle_nwaiting++ % 4] = bsi;
+        }
+        futoin_tool_host_done(bsi);
+    }
+}
+
+/* each(): the data names, in g_trace */
+static void idle_each(void* ctx, void* data)
+{
+    ++*(int*)ctx;
+    trace("kept:%s", (const char*)data);
+}
+
+static void idle_turns(void)
+{
+    futoin_tool_iterate(g_fx.tool, 0);
+    idle_drain();
+}
+
+static void host_idle_tells_a_flow_only_its_host_can_move(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    g_idle_nwaiting = 0;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "sub", f_host, eh_recover);
+    r->api->add(r, "next", f_host, NULL);
+    r->api->add(r, "c-step", f_trace, NULL);
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0); /* not executed */
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0); /* ready to run */
+    idle_turns();
+    assert_trace("host:sub|host:w");
+    int n = 0;
+    trace_reset();
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, idle_each, &n), 1);
+    /* the waiting step, the step that added it (its handler), the step queued
+     * after it; the C step is none of the host's */
+    assert_int_equal(n, 3);
+    assert_trace("kept:w|kept:sub|kept:next");
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 1);
+    FutoInAsyncSteps* w = g_idle_waiting[0];
+    w->api->success(w, NULL);
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0); /* ready again */
+    trace_reset();
+    idle_turns();
+    assert_trace("host:next|c-step");
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0); /* finished */
+}
+
+static void host_idle_is_not_a_flow_with_a_timer_or_an_engine_wait(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "wt", f_host, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    idle_turns();
+    assert_trace("host:wt");
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0); /* its timer moves it */
+
+    FutoInAsyncSteps* r2 = futoin_steps_new(g_fx.tool);
+    r2->api->add(r2, "c-wait", f_wait, NULL); /* C code completes it */
+    r2->api->execute(r2, NULL, on_unhandled);
+    idle_turns();
+    assert_int_equal(futoin_steps_host_idle(r2, idle_cancel, NULL, NULL), 0);
+    r2->api->free(r2);
+
+    FutoInAsyncSteps* r3 = futoin_steps_new(g_fx.tool);
+    FutoInSync* m = futoin_mutex_new(g_fx.tool, 1, FUTOIN_UNLIMITED);
+    r3->api->addSync(r3, m, "w", f_host, NULL); /* holds the lock while it waits */
+    r3->api->execute(r3, NULL, on_unhandled);
+    trace_reset();
+    idle_turns();
+    assert_trace("host:w");
+    assert_int_equal(futoin_steps_host_idle(r3, idle_cancel, NULL, NULL), 0);
+    r3->api->free(r3);
+    futoin_sync_free(m);
+    assert_int_equal(futoin_steps_host_idle(NULL, idle_cancel, NULL, NULL), 0);
+}
+
+static void host_idle_walks_parallel_branches_and_cancel_handlers(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    g_idle_nwaiting = 0;
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, NULL, NULL);
+    p->api->add(p, "w", f_host, NULL);
+    p->api->add(p, "wc", f_host, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    idle_turns();
+    idle_turns();
+    assert_trace("host:w|host:wc");
+    int n = 0;
+    trace_reset();
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, idle_each, &n), 1);
+    assert_int_equal(n, 3); /* both steps, the cancel handler's data */
+    assert_trace("kept:w|kept:wc|kept:wc");
+    assert_int_equal(futoin_steps_host_idle(r, NULL, NULL, NULL), 1); /* idle, whatever the cancel callback */
+    /* a branch done, the other waits: still idle */
+    g_idle_waiting[0]->api->success(g_idle_waiting[0], NULL);
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0); /* the branch is ready */
+    trace_reset();
+    idle_turns();
+    n = 0;
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, idle_each, &n), 1);
+    assert_trace("kept:wc|kept:wc");
+    r->api->cancel(r);
+    assert_trace("kept:wc|kept:wc|cancel:wc");
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
             T(host_peek_tells_a_handler_from_a_step),
+            T(host_idle_tells_a_flow_only_its_host_can_move),
+            T(host_idle_is_not_a_flow_with_a_timer_or_an_engine_wait),
+            T(host_idle_walks_parallel_branches_and_cancel_handlers),
             T(engine_step_after_unwinding_waits_its_turn),
             T(host_step_after_unwinding_waits_its_turn),
             T(host_branch_error_runs_at_once),

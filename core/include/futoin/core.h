@@ -276,6 +276,19 @@ FUTOIN_API uint32_t futoin_tool_host_budget(FutoInAsyncSteps* bsi);
 FUTOIN_API void futoin_tool_host_spend(FutoInAsyncSteps* bsi, uint32_t steps);
 FUTOIN_API void* futoin_tool_host_follow(FutoInAsyncSteps* bsi);
 
+/* 1 when the executing flow of `root` can go on only by a call on one of
+ * its steps from its host: every sequence of it waits in a plain step or
+ * loop body the host runs (set_host_exec, set_host_loops), with no timer on
+ * it or an outer step, none is ready, queued for the host or inside a
+ * callback, and no sync object holds a step of it. Then each(ctx, data)
+ * (may be NULL) hears of the data of every host callback the flow keeps:
+ * of its steps, loops and error handlers that the host runs, queued or
+ * active, and of the cancel handlers whose callback is `cancel` (the same
+ * data may come more than once). 0 (nothing called) otherwise, also for a
+ * foreign or finished root and off the loop thread. */
+FUTOIN_API int futoin_steps_host_idle(FutoInAsyncSteps* root, FutoInAsyncSteps_cancel_callback cancel,
+                                      void (*each)(void* ctx, void* data), void* ctx);
+
 /* 1 when bsi is the innermost active step of its sequence (its callback or
  * error handler runs, or it waits), 0 when steps it added run, it is not
  * active, or bsi is not a step of this library: a host tells by it a call
