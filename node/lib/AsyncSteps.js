@@ -817,6 +817,7 @@ class AsyncSteps {
         this._syncs = undefined;
         this._syncLast = undefined;
         this._waitH = undefined; // the step that waits last (error() on the running root)
+        this._held = undefined; // idle: the callbacks its flow keeps (sweepIdle)
     }
 
     _checkIdle() {
@@ -938,6 +939,9 @@ class AsyncSteps {
         if (this._running) {
             return this;
         }
+        if (reg.running >= reg.sweepAt) {
+            sweepIdle();
+        }
         this._es = undefined;
         this._jsErr = null;
         if (this._foreign) {
@@ -981,6 +985,10 @@ class AsyncSteps {
         h = N.execute(h, test, this);
         this._h = h;
         ROOTS[h % SLOT] = this;
+        ++reg.running;
+        if (!probing) {
+            probeArm();
+        }
         // its first burst runs now, alone (inside a step too), as in
         // futoin-asyncsteps; other flows' steps wait for their own turn
         runAlone(test);
@@ -1173,9 +1181,105 @@ const cleanup = new FinalizationRegistry((h) => {
     N.rootFree(h);
 });
 
+/* ---- idle flows ----
+ * A flow waiting for an event that nothing can deliver any more goes with
+ * the garbage collector in futoin-asyncsteps. Ours are held by C and by the
+ * registries here, so every so many execute() calls the flows that only a
+ * call on their steps can move on (src/steps.c sweep) are held weakly: the
+ * root through a WeakRef, the callbacks their flow keeps inside the root
+ * (FNS holds HELD for them). Any native call on a handle of such a flow
+ * wakes it (onWake) before it does anything; a collected root ends its flow
+ * without JS (abandon). */
+const { WEAK } = reg;
+const HELD = function held() {}; // FNS entry of a callback its root holds
+const abandoned = new FinalizationRegistry((h) => {
+    WEAK[h % SLOT] = undefined;
+    N.abandon(h);
+});
+
+const sweepIdle = () => {
+    const list = N.sweep();
+    for (let i = 0; i < list.length;) {
+        const slot = list[i];
+        const h = slot + list[i + 1] * SLOT;
+        const n = list[i + 2];
+        i += 3;
+        const root = ROOTS[slot];
+        if (root === undefined || root._h !== h) {
+            i += n; // not ours to hold (cannot happen): it stays as it is
+            N.valid(h); // wakes it in C
+            continue;
+        }
+        const held = [];
+        for (const end = i + n; i < end; ++i) {
+            const k = list[i];
+            if (FNS[k] !== HELD) {
+                held.push(k, FNS[k], FNS[k + 1]);
+                FNS[k] = HELD;
+                FNS[k + 1] = HELD;
+            }
+        }
+        root._held = held;
+        ROOTS[slot] = undefined;
+        --reg.running;
+        WEAK[slot] = new WeakRef(root);
+        abandoned.register(root, h, root);
+    }
+    reg.sweepAt = Math.max(1024, 2 * reg.running);
+};
+
+/* after a garbage collection, the flows that became idle since the last
+ * sweep (not only every so many execute() calls): a probe object dies with
+ * each collection of the young generation */
+let probing = false;
+const probe = new FinalizationRegistry(() => {
+    probing = false;
+    if (reg.running >= 16) {
+        sweepIdle();
+    }
+    if (reg.running !== 0) {
+        probeArm();
+    }
+});
+const probeArm = () => {
+    probing = true;
+    probe.register({}, 0);
+};
+
+/* C: the weak root in `slot` is used again */
+const onWake = (slot) => {
+    const w = WEAK[slot];
+    const root = w !== undefined ? w.deref() : undefined;
+    WEAK[slot] = undefined;
+    if (root === undefined) {
+        return 0;
+    }
+    abandoned.unregister(root);
+    const held = root._held;
+    root._held = undefined;
+    for (let i = 0; i < held.length; i += 3) {
+        const k = held[i];
+        FNS[k] = held[i + 1];
+        FNS[k + 1] = held[i + 2];
+    }
+    ROOTS[slot] = root;
+    ++reg.running;
+    return 0;
+};
+
 /* ---- dispatchers called by C ---- */
 
-const rootOf = (r) => (typeof r === 'number' ? ROOTS[r] : r);
+const rootOf = (r) => {
+    if (typeof r !== 'number') {
+        return r;
+    }
+    const root = ROOTS[r];
+    if (root === undefined && WEAK[r] !== undefined) {
+        onWake(r); // woken without a call on its handles (cannot happen): held again
+        return ROOTS[r];
+    }
+    return root;
+};
 
 /* a step, loop body or repeat body: fn(as, ...values) */
 /* fn(as, ...values) as the step `as` of `root`: its calls are queued
@@ -1773,7 +1877,7 @@ const drainHost = (test) => {
     return 0;
 };
 
-reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, isProduction, HOST_ARGS));
+reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, onWake, isProduction, HOST_ARGS));
 LIVE = reg.LIVE;
 GENS = reg.GENS;
 reg.drainHost = drainHost;

@@ -28,7 +28,12 @@ const SLOT = 1048576; // handles are slot + gen * 2^20
 const FNS = [undefined, undefined];
 const FREE = [];
 const ROOTS = []; // running roots by slot
-const reg = { FNS, FREE, ROOTS, SH: null, target: -1 };
+// idle running roots by slot (WeakRef), held as weakly as a flow of
+// futoin-asyncsteps: their flows go with them (lib/AsyncSteps.js sweepIdle)
+const WEAK = [];
+const reg = { FNS, FREE, ROOTS, WEAK, SH: null, target: -1 };
+reg.running = 0; // roots in ROOTS
+reg.sweepAt = 1024; // execute() looks for idle flows when more run
 // by sync id (OP_SYNC): whether that sync object is a Throttle
 reg.THROTTLES = [];
 
@@ -74,6 +79,7 @@ reg.drainFin = () => {
         const r = ROOTS[slot];
         if (r !== undefined && r._h === slot + SH[SH_FIN + i + 1] * SLOT) {
             ROOTS[slot] = undefined;
+            --reg.running;
             r._h = undefined;
             r._running = false;
             r._direct = false;

@@ -140,27 +140,27 @@ static napi_value make_ref(napi_env env, napi_value fn, napi_ref* out)
     return fn;
 }
 
-/* init(step, error, cancel, finish, call, drain, production, hostArgs) ->
- * Int32Array shared */
+/* init(step, error, cancel, finish, call, drain, wake, production, hostArgs)
+ * -> Int32Array shared */
 static napi_value n_init(napi_env env, napi_callback_info info)
 {
     jsenv* e = tl_env;
-    size_t argc = 8;
-    napi_value argv[8];
+    size_t argc = 9;
+    napi_value argv[9];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    if (argc < 8 || e->f_step) {
-        return js_throw_type(env, "init() takes six dispatch functions, a flag and an array, once");
+    if (argc < 9 || e->f_step) {
+        return js_throw_type(env, "init() takes seven dispatch functions, a flag and an array, once");
     }
-    napi_ref* refs[6] = {&e->f_step, &e->f_error, &e->f_cancel, &e->f_finish, &e->f_call, &e->f_drain};
-    for (int i = 0; i < 6; ++i) {
+    napi_ref* refs[7] = {&e->f_step, &e->f_error, &e->f_cancel, &e->f_finish, &e->f_call, &e->f_drain, &e->f_wake};
+    for (int i = 0; i < 7; ++i) {
         if (!make_ref(env, argv[i], refs[i])) {
             return NULL;
         }
     }
     bool prod = false;
-    napi_get_value_bool(env, argv[6], &prod);
+    napi_get_value_bool(env, argv[7], &prod);
     e->production = prod;
-    NAPI_OK(napi_create_reference(env, argv[7], 1, &e->host_args));
+    NAPI_OK(napi_create_reference(env, argv[8], 1, &e->host_args));
     napi_value ab, arr;
     void* data;
     NAPI_OK(napi_create_arraybuffer(env, SH_SIZE * sizeof(int32_t), &data, &ab));

@@ -105,9 +105,14 @@ struct jroot
     uint8_t foreign;  /* made by wrap() */
     uint8_t finish;   /* JS waits for an unhandled error (promise()) */
     uint8_t jerr;     /* jbuf holds the last error JS saw (_jsErr, _jsInfo) */
+    uint8_t weak;     /* idle: JS holds its root weakly (sweep()); a call on its handles wakes it */
+    uint8_t exported; /* binary() gave C code a pointer into it: never weak */
+    uint8_t gone;     /* abandoned: its JS root was collected, no JS runs for it */
     char* jbuf;       /* "code\0info\0" */
     size_t jcap;
     jroot* next_free;
+    jroot *run_prev, *run_next; /* e->run: running, held strongly, may become weak */
+    uint8_t in_run;
 };
 
 /* a JS callback of a step: its index in the JS registry (lib/registry.js) */
@@ -190,7 +195,7 @@ struct jsenv
     uint32_t holds; /* keepAlive() calls not released */
     napi_async_context actx;
     napi_ref resource;
-    napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_drain;
+    napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_drain, f_wake;
     napi_ref host_args; /* the array hostNext() puts a step's values in */
     uint32_t host_fallbacks; /* host steps an engine called itself */
     int32_t* sh; /* the shared Int32Array (SH_*) */
@@ -201,6 +206,7 @@ struct jsenv
     struct jsenv* next_guest;
     napi_ref live_ref;
     napi_ref gens_ref;
+    jroot* run; /* running roots a sweep() looks at (not foreign, test or weak) */
     jroot* free_roots; /* finished roots kept for reuse */
     uint32_t nfree_roots;
     uint32_t* spill;
@@ -263,6 +269,14 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind);
 void jh_free(jsenv* e, uint32_t slot);
 double jh_id(jsenv* e, uint32_t slot);
 hslot* jh_get(jsenv* e, napi_value v, int kinds);
+/* a weak root (sweep()) is used again: JS holds it strongly from now on */
+void jr_wake(jsenv* e, jroot* r);
+static inline void jr_touch(jsenv* e, jroot* r)
+{
+    if (r && r->weak) {
+        jr_wake(e, r);
+    }
+}
 napi_status jh_new_id(jsenv* e, uint32_t slot, napi_value* out);
 
 /* JS values <-> binary values (values.c) */

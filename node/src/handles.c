@@ -104,5 +104,6 @@ hslot* jh_get(jsenv* e, napi_value v, int kinds)
     if (h->gen != g || h->kind == HK_FREE || !(kinds & (1 << h->kind))) {
         return NULL;
     }
+    jr_touch(e, h->root);
     return h;
 }

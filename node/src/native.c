@@ -62,6 +62,9 @@ static napi_value n_binary(napi_env env, napi_callback_info info)
     if (!h) {
         return js_throw_error(env, "InternalError", "Unexpected call, object is out of service");
     }
+    if (h->root) {
+        h->root->exported = 1; /* C code may keep the pointer: the flow stays while it waits */
+    }
     return js_addr(env, h->bsi);
 }
 

@@ -431,7 +431,7 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
         return;
     }
     napi_value argv[3];
-    if (root_arg(e, f->root, &argv[0]) == 0) {
+    if (!f->root->gone && root_arg(e, f->root, &argv[0]) == 0) {
         uint32_t s = jh_alloc(e, bsi, f->root, HK_STEP);
         if (s) {
             jh_new_id(e, s, &argv[1]);
@@ -458,12 +458,45 @@ static void root_strong(jroot* r, int on)
     }
 }
 
+/* e->run: the roots sweep() looks at */
+static void run_link(jsenv* e, jroot* r)
+{
+    if (r->in_run || r->foreign || r->test) {
+        return;
+    }
+    r->in_run = 1;
+    r->run_prev = NULL;
+    r->run_next = e->run;
+    if (e->run) {
+        e->run->run_prev = r;
+    }
+    e->run = r;
+}
+
+static void run_unlink(jsenv* e, jroot* r)
+{
+    if (!r->in_run) {
+        return;
+    }
+    r->in_run = 0;
+    if (r->run_prev) {
+        r->run_prev->run_next = r->run_next;
+    } else {
+        e->run = r->run_next;
+    }
+    if (r->run_next) {
+        r->run_next->run_prev = r->run_prev;
+    }
+    r->run_prev = r->run_next = NULL;
+}
+
 /* the jroot lives as long as the C root: frags and cancel handlers of a
  * flow being torn down still read it */
 static void root_release(void* p)
 {
     jroot* r = *(jroot**)p;
     jsenv* e = r->e;
+    run_unlink(e, r);
     free(r->jbuf);
     r->jbuf = NULL;
     r->jcap = 0;
@@ -523,6 +556,7 @@ static void root_end(jroot* r)
         sh[SH_FIN + sh[SH_FIN_N]++] = (int32_t)e->slots[r->slot].gen;
     }
     r->running = 0;
+    run_unlink(e, r);
     if (e->slots[r->slot].root == r) {
         jh_free(e, r->slot);
     }
@@ -579,6 +613,7 @@ void js_flush_ops(jsenv* e)
             if (h && h->gen == (uint32_t)b && h->kind != HK_FREE) {
                 t = h->bsi;
                 r = h->root;
+                jr_touch(e, r);
             } else {
                 t = NULL; /* a step that ended meanwhile: its operations are dropped */
             }
@@ -1319,6 +1354,7 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
     FutoInAsyncSteps* bsi = r->bsi;
     futoin_steps_set_done(bsi, tr_done, r);
     r->running = 1;
+    run_link(e, r);
     r->jerr = 0; /* execute() clears _jsErr */
     r->finish = (in & JS_HOST_FINISH) != 0;
     napi_value out;
@@ -1360,6 +1396,133 @@ static napi_value n_cancel(napi_env env, napi_callback_info info)
     if (h->kind == HK_ROOT) {
         root_end(r);
     }
+    return NULL;
+}
+
+/* ---- idle flows: held weakly by JS, gone with their JS root ---- */
+
+typedef struct sweep_buf
+{
+    int32_t* v;
+    uint32_t n, cap;
+    jroot* r;
+    int oom;
+} sweep_buf;
+
+static int sweep_push(sweep_buf* b, int32_t x)
+{
+    if (b->n == b->cap) {
+        uint32_t cap = b->cap ? b->cap * 2 : 256;
+        int32_t* v = realloc(b->v, cap * sizeof(int32_t));
+        if (!v) {
+            b->oom = 1;
+            return -1;
+        }
+        b->v = v;
+        b->cap = cap;
+    }
+    b->v[b->n++] = x;
+    return 0;
+}
+
+static void sweep_k(void* ctx, void* data)
+{
+    sweep_buf* b = ctx;
+    const jfrag* f = data;
+    if (f->root == b->r && f->k != JK_NONE) {
+        sweep_push(b, (int32_t)f->k);
+    }
+}
+
+/* sweep() -> [slot, gen, n, k1..kn, ...]: the running roots of the loop's
+ * tool now idle (futoin_steps_host_idle()) become weak, each with the
+ * callback indices its flow keeps, which JS moves into the root (held as
+ * weakly as the root then) */
+static napi_value n_sweep(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    sweep_buf b = {NULL, 0, 0, NULL, 0};
+    jroot* next;
+    for (jroot* r = e->run; r; r = next) {
+        next = r->run_next;
+        uint32_t s = r->slot;
+        hslot* h = &e->slots[s];
+        if (h->kind != HK_ROOT || h->root != r || !r->running || r->exported) {
+            continue;
+        }
+        uint32_t mark = b.n;
+        b.r = r;
+        if (sweep_push(&b, (int32_t)s) || sweep_push(&b, (int32_t)h->gen) || sweep_push(&b, 0)) {
+            b.n = mark;
+            break;
+        }
+        if (!futoin_steps_host_idle(r->bsi, tr_cancel, sweep_k, &b)) {
+            b.n = mark;
+            continue;
+        }
+        if (b.oom) {
+            b.n = mark;
+            break;
+        }
+        b.v[mark + 2] = (int32_t)(b.n - mark - 3);
+        r->weak = 1;
+        run_unlink(e, r);
+    }
+    napi_value out, ab;
+    void* data = NULL;
+    napi_status st = napi_create_arraybuffer(env, b.n * sizeof(int32_t), &data, &ab);
+    if (st == napi_ok && b.n) {
+        memcpy(data, b.v, b.n * sizeof(int32_t));
+    }
+    free(b.v);
+    if (st != napi_ok) {
+        return NULL;
+    }
+    NAPI_OK(napi_create_typedarray(env, napi_int32_array, b.n, ab, 0, &out));
+    return out;
+}
+
+void jr_wake(jsenv* e, jroot* r)
+{
+    r->weak = 0;
+    if (r->running) {
+        run_link(e, r);
+    }
+    napi_env env = e->env;
+    napi_handle_scope hs;
+    if (napi_open_handle_scope(env, &hs) != napi_ok) {
+        return;
+    }
+    napi_value fn, undef, arg, ret;
+    if (napi_get_reference_value(env, e->f_wake, &fn) == napi_ok && fn && napi_get_undefined(env, &undef) == napi_ok
+        && napi_create_uint32(env, r->slot, &arg) == napi_ok) {
+        napi_call_function(env, undef, fn, 1, &arg, &ret);
+    }
+    napi_close_handle_scope(env, hs);
+}
+
+/* abandon(h): the JS root of the weak root h was collected: nothing can
+ * move its flow on any more; it ends without JS (C cancel handlers run) */
+static napi_value n_abandon(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    int32_t id;
+    if (napi_get_value_int32(env, argv[0], &id) != napi_ok || id <= 0) {
+        return NULL;
+    }
+    uint32_t s = (uint32_t)id & (JH_SLOTS - 1);
+    if (s >= e->nslots) {
+        return NULL;
+    }
+    hslot* h = &e->slots[s];
+    jroot* r = h->root;
+    if (h->kind != HK_ROOT || h->gen != (uint32_t)id >> JH_SLOT_BITS || !r || !r->weak) {
+        return NULL; /* woken meanwhile, or gone */
+    }
+    r->weak = 0;
+    r->gone = 1;
+    h->bsi->api->cancel(h->bsi);
+    root_end(r);
     return NULL;
 }
 
@@ -1577,6 +1740,8 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"error", n_error},
             {"setTimeout", n_set_timeout},
             {"setCancel", n_set_cancel},
+            {"sweep", n_sweep},
+            {"abandon", n_abandon},
             {"waitExternal", n_wait_external},
             {"loop", n_loop},
             {"repeat", n_repeat},
