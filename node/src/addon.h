@@ -5,9 +5,10 @@
  * use (a root, an active step, a parallel object, a wrapped foreign flow) is
  * a slot of a per-environment handle table, named to JS by a Number that
  * carries the slot and its generation; a stale handle is detected, never
- * dereferenced. JS functions stay in JS: a root keeps them in its `_fns`
- * array and C keeps only the index, so the garbage collector sees every
- * cycle between a flow and its closures.
+ * dereferenced. JS functions stay in JS (lib/registry.js FNS) and C keeps
+ * only their index; while a flow is idle (sweep()), its root holds them and
+ * JS holds the root weakly, so the garbage collector sees every cycle
+ * between an abandoned flow and its closures.
  */
 #ifndef FUTOIN_NODE_ADDON_H
 #define FUTOIN_NODE_ADDON_H
