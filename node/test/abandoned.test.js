@@ -161,3 +161,44 @@ test('abandoned flows do not use up the handles of new flows', () => {
         assert.ok(r.live <= 20000, `${r.live} handles still in use`);
     }
 });
+
+test('flows looked at from inside a step go on as usual', () => {
+    const r = inChild(`
+        const trace = [];
+        const outer = $as();
+        outer.add((as) => {
+            // more flows than the sweep looks past, started inside a step
+            for (let i = 0; i < 2500; ++i) {
+                $as().add((as) => as.waitExternal()).execute();
+            }
+            trace.push('started');
+            as.add((as) => { trace.push('inner'); as.success(1); });
+        }).add((as, v) => trace.push('after:' + v));
+        await outer.promise();
+        await gcAll(() => 0);
+        return { trace };
+    `);
+    assert.deepStrictEqual(r.trace, ['started', 'inner', 'after:1']);
+});
+
+if (isPolyglot) {
+    test('a flow whose step C code got with binary() stays while it waits', () => {
+        const r = inChild(`
+            const native = require(${JSON.stringify(IMPL + '/native')});
+            const refs = [];
+            for (let i = 0; i < 2000; ++i) {
+                const root = $as();
+                root.add((as) => {
+                    native.binary(as); // C code may complete it through the pointer
+                    as.waitExternal();
+                });
+                root.execute();
+                refs.push(new WeakRef(root));
+            }
+            const alive = () => refs.filter((w) => w.deref() !== undefined).length;
+            await gcAll(alive);
+            return { alive: alive() };
+        `);
+        assert.strictEqual(r.alive, 2000);
+    });
+}
