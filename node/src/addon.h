@@ -107,6 +107,7 @@ struct jroot
     uint8_t finish;   /* JS waits for an unhandled error (promise()) */
     uint8_t jerr;     /* jbuf holds the last error JS saw (_jsErr, _jsInfo) */
     uint8_t weak;     /* idle: JS holds its root weakly (sweep()); a call on its handles wakes it */
+    uint32_t seen;    /* the sweep() that found it idle, 0: it moved since (a handle used or made) */
     uint8_t exported; /* binary() gave C code a pointer into it: never weak */
     uint8_t gone;     /* abandoned: its JS root was collected, no JS runs for it */
     char* jbuf;       /* "code\0info\0" */
@@ -208,6 +209,7 @@ struct jsenv
     napi_ref live_ref;
     napi_ref gens_ref;
     jroot* run; /* running roots a sweep() looks at (not foreign, test or weak) */
+    uint32_t sweeps; /* sweep() calls so far */
     jroot* free_roots; /* finished roots kept for reuse */
     uint32_t nfree_roots;
     uint32_t* spill;
@@ -274,8 +276,11 @@ hslot* jh_get(jsenv* e, napi_value v, int kinds);
 void jr_wake(jsenv* e, jroot* r);
 static inline void jr_touch(jsenv* e, jroot* r)
 {
-    if (r && r->weak) {
-        jr_wake(e, r);
+    if (r) {
+        r->seen = 0;
+        if (r->weak) {
+            jr_wake(e, r);
+        }
     }
 }
 napi_status jh_new_id(jsenv* e, uint32_t slot, napi_value* out);

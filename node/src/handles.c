@@ -45,6 +45,9 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
     hslot* h = &e->slots[s];
     h->bsi = bsi;
     h->root = root;
+    if (root) {
+        root->seen = 0; /* its flow moves */
+    }
     h->kind = kind;
     h->frag = NULL;
     h->next_free = 0;

@@ -1435,19 +1435,33 @@ static void sweep_k(void* ctx, void* data)
 }
 
 /* sweep() -> [slot, gen, n, k1..kn, ...]: the running roots of the loop's
- * tool now idle (futoin_steps_host_idle()) become weak, each with the
- * callback indices its flow keeps, which JS moves into the root (held as
- * weakly as the root then) */
+ * tool idle (futoin_steps_host_idle()) since the sweep before, untouched
+ * meanwhile, become weak, each with the callback indices its flow keeps,
+ * which JS moves into the root (held as weakly as the root then). A flow
+ * idle for a moment, waiting for its next event, is only marked: holding
+ * it weakly would cost more than it saves. */
 static napi_value n_sweep(napi_env env, napi_callback_info info)
 {
     GET_ARGS(0);
     sweep_buf b = {NULL, 0, 0, NULL, 0};
+    uint32_t cur = ++e->sweeps; /* 0 is "not seen", 1 none before the first */
+    if (cur < 2) {
+        cur = e->sweeps = 2;
+    }
     jroot* next;
     for (jroot* r = e->run; r; r = next) {
         next = r->run_next;
         uint32_t s = r->slot;
         hslot* h = &e->slots[s];
         if (h->kind != HK_ROOT || h->root != r || !r->running || r->exported) {
+            continue;
+        }
+        if (!futoin_steps_host_idle(r->bsi, tr_cancel, NULL, NULL)) {
+            r->seen = 0;
+            continue;
+        }
+        if (r->seen != cur - 1) {
+            r->seen = cur; /* idle now: weak if it still is at the next sweep */
             continue;
         }
         uint32_t mark = b.n;
