@@ -147,6 +147,9 @@ const successN = (h, args, queueable) => {
     } else {
         N.success(h, n, Array.from(args));
     }
+    if (!queueable) {
+        reg.armImmediate(); // from outside: the flow goes on as after callImmediate()
+    }
 };
 
 /* the error JS raises on step h: C keeps the code and info it last saw
@@ -287,6 +290,9 @@ const errorsNow = (root) => {
         reg.afterEvent.push(root);
     } else {
         N.runNow();
+    }
+    if (!root._test) {
+        reg.armImmediate();
     }
 };
 

@@ -146,6 +146,22 @@ reg.queueSuccess = (h, args) => {
     reg.queue(h, OP_SUCCESS, n, first);
     return true;
 };
+/* a flow completed from outside goes on in a turn queued now with
+ * setImmediate() (looked up at the call, as futoin-asyncsteps' callImmediate()
+ * does: fake timers of a test drive it the same way), behind the callbacks
+ * queued before; the engine's check handle leaves ready work to it */
+const SH_IMM = SH_NUM + 2 * SH_NUM_CAP;
+const runImmediate = () => {
+    reg.SH[SH_IMM] = 0;
+    N.runNow();
+};
+reg.armImmediate = () => {
+    const SH = reg.SH;
+    if (SH[SH_IMM] === 0) {
+        SH[SH_IMM] = 1;
+        setImmediate(runImmediate);
+    }
+};
 reg.initShared = (SH) => {
     reg.SH = SH;
     reg.LIVE = SH.live; // by slot: the live handle in it, else 0

@@ -164,7 +164,11 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
  * (index 0, step code low bits JS_CODE_NUM1) */
 #define SH_NUM (SH_FIN + SH_FIN_CAP) /* int32 index; even, so 8-byte aligned */
 #define SH_NUM_CAP 1024              /* doubles */
-#define SH_SIZE (SH_NUM + 2 * SH_NUM_CAP)
+/* JS queued a setImmediate() for the next turn (an external completion):
+ * ready work waits for it, behind the setImmediate() callbacks queued
+ * before, as futoin-asyncsteps goes on through callImmediate() */
+#define SH_IMM (SH_NUM + 2 * SH_NUM_CAP)
+#define SH_SIZE (SH_IMM + 2)
 #define JS_CODE_NUM1 6 /* low 3 bits of a step code: one number, in the Float64Array at 0 */
 
 enum jop

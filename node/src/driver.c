@@ -3,7 +3,10 @@
  * environment's own loop. Ready work runs in the check phase (where
  * setImmediate callbacks run), timers on a uv timer, posts from other threads
  * wake the loop through a uv_async. Handles are unreferenced whenever the
- * scheduler has nothing pending, so the process exits by itself.
+ * scheduler has nothing pending, so the process exits by itself. A flow
+ * completed from outside goes on in a turn JS queued with setImmediate()
+ * (SH_IMM): after the callbacks queued before, as futoin-asyncsteps goes on
+ * through callImmediate() (our check handle runs ahead of Node's).
  */
 #include "addon.h"
 
@@ -74,8 +77,8 @@ static void turn(jsenv* e)
             futoin_tool_iterate_ready(e->tool, 0);
         }
         drain_host(e, e->tool);
-        if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool)) {
-            break;
+        if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool) || e->sh[SH_IMM]) {
+            break; /* SH_IMM: a flow completed from outside waits for its setImmediate() */
         }
     }
     /* our handles follow the scheduler again (a set-aside step may have
@@ -133,7 +136,10 @@ napi_value jd_hold(napi_env env, napi_callback_info info)
 
 static void on_check(uv_check_t* h)
 {
-    run_iterate(h->data);
+    jsenv* e = h->data;
+    if (!e->sh[SH_IMM]) {
+        run_iterate(e);
+    }
 }
 
 static void on_idle(uv_idle_t* h)

@@ -365,3 +365,64 @@ test('a step timeout counts from its setTimeout() call, not from the return of t
     });
     assert.strictEqual(got, 'Timeout'); // due at 50 ms, before the completion at 70
 });
+
+test('a flow resumed from outside goes on after the setImmediate() callbacks queued before', T, async () => {
+    // as futoin-asyncsteps: the flow goes on through callImmediate()
+    // (setImmediate), behind what an event emitter queued before success()
+    const order = [];
+    const done = deferred();
+    let resume = null;
+    $as().add((as) => {
+        as.waitExternal();
+        resume = () => as.success();
+    }).add((as) => {
+        order.push('next step');
+        done.resolve();
+    }).execute();
+    setImmediate(() => order.push('immediate before'));
+    $as.ActiveAsyncTool.callImmediate(() => order.push('callImmediate before'));
+    resume();
+    order.push('after success()');
+    process.nextTick(() => order.push('nextTick'));
+    await done.promise;
+    assert.deepStrictEqual(order,
+        ['after success()', 'nextTick', 'immediate before', 'callImmediate before', 'next step']);
+});
+
+test('a flow resumed by a step of another flow goes on after earlier setImmediate() callbacks', T, async () => {
+    const order = [];
+    const done = deferred();
+    let resume = null;
+    $as().add((as) => {
+        as.waitExternal();
+        resume = () => as.success();
+    }).add((as) => {
+        order.push('resumed');
+        done.resolve();
+    }).execute();
+    $as().add((as) => {
+        setImmediate(() => order.push('immediate'));
+        resume();
+        order.push('resumer');
+    }).execute();
+    await done.promise;
+    assert.deepStrictEqual(order, ['resumer', 'immediate', 'resumed']);
+});
+
+test('a flow resumed in a timer callback goes on after the setImmediate() callbacks queued before', T, async () => {
+    const order = [];
+    const done = deferred();
+    $as().add((as) => {
+        as.waitExternal();
+        setTimeout(() => {
+            setImmediate(() => order.push('immediate'));
+            as.success();
+            order.push('timer');
+        }, 1);
+    }).add((as) => {
+        order.push('resumed');
+        done.resolve();
+    }).execute();
+    await done.promise;
+    assert.deepStrictEqual(order, ['timer', 'immediate', 'resumed']);
+});
