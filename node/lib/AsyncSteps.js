@@ -394,6 +394,8 @@ const forEachImpl = (asi, map_or_list, func, label) => {
 
 /* ---- await of a promise ---- */
 
+const NO_CANCEL = function noCancel(as) {};
+
 /* the promise of a waiting await() step rejected */
 const awaitFailed = (root, as, reason) => {
     const state = root.state;
@@ -450,7 +452,9 @@ const awaitImpl = (asi, root, promise, onerror) => {
         (reason) => {
             if (step_as) {
                 if (isLiveAs(step_as)) {
-                    awaitFailed(root, step_as, reason);
+                    const as = step_as;
+                    step_as = null; // its cancel handler cancels the promise no more, as in futoin-asyncsteps
+                    awaitFailed(root, as, reason);
                     // its handlers run now, as for a result
                     goOn(root, !root._foreign && root._h !== undefined && N.flowNow(root._h));
                 }
@@ -502,6 +506,7 @@ class AsyncStepProtector {
         this._g = GENS[h & SLOT_MASK];
         this._f = 0;
         this._next = null;
+        this._ck = 0; // the index of its cancel handler (setCancel())
     }
 
     /* the flow's state while the step runs or waits, null once it ended
@@ -599,6 +604,7 @@ class AsyncStepProtector {
         } else {
             N.setCancel(this._h, k);
         }
+        this._ck = k;
         this._f |= F_WAIT;
         return this;
     }
@@ -612,6 +618,11 @@ class AsyncStepProtector {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         } else {
             N.waitExternal(this._h);
+        }
+        if (this._ck !== 0) {
+            // as futoin-asyncsteps: its cancel handler set before is dropped
+            FNS[this._ck] = NO_CANCEL;
+            this._ck = 0;
         }
         this._f |= F_WAIT;
         return this;
@@ -990,8 +1001,10 @@ class AsyncSteps {
         reg.SH[8] = HOST_TAKE | HOST_NESTED | (this._reject !== null ? HOST_FINISH : 0);
         h = N.execute(h, test, this);
         this._h = h;
+        if (ROOTS[h % SLOT] === undefined) {
+            ++reg.running;
+        }
         ROOTS[h % SLOT] = this;
-        ++reg.running;
         if (!probing) {
             probeArm();
         }
@@ -1766,8 +1779,9 @@ const onError = (r, h, k, code, info) => {
 };
 
 const onCancel = (r, h, k) => {
+    const root = rootOf(r); // first: a weak root's callbacks come back with it
     const fn = FNS[k];
-    const as = new AsyncStepProtector(rootOf(r), h);
+    const as = new AsyncStepProtector(root, h);
     as._f = F_OUT;
     try {
         fn(as);

@@ -70,22 +70,33 @@ reg.allocK = () => {
     return k;
 };
 
+/* the root in `slot` finished its run (handle h) */
+const finished = (slot, h) => {
+    const r = ROOTS[slot];
+    if (r !== undefined && r._h === h) {
+        ROOTS[slot] = undefined;
+        --reg.running;
+        r._h = undefined;
+        r._running = false;
+        r._direct = false;
+    }
+};
+
 /* forget roots whose flows ended */
 reg.drainFin = () => {
     const SH = reg.SH;
     const n = SH[SH_FIN_N];
     for (let i = 0; i < n; i += 2) {
         const slot = SH[SH_FIN + i];
-        const r = ROOTS[slot];
-        if (r !== undefined && r._h === slot + SH[SH_FIN + i + 1] * SLOT) {
-            ROOTS[slot] = undefined;
-            --reg.running;
-            r._h = undefined;
-            r._running = false;
-            r._direct = false;
-        }
+        finished(slot, slot + SH[SH_FIN + i + 1] * SLOT);
     }
     SH[SH_FIN_N] = 0;
+    if (SH[SH_FIN_MORE] !== 0) {
+        const more = N.drainFinSpill();
+        for (let i = 0; i < more.length; i += 2) {
+            finished(more[i], more[i] + more[i + 1] * SLOT);
+        }
+    }
 };
 
 /* queue op(a, b) for the step or root with handle h (0: the root being
@@ -151,6 +162,7 @@ reg.queueSuccess = (h, args) => {
  * does: fake timers of a test drive it the same way), behind the callbacks
  * queued before; the engine's check handle leaves ready work to it */
 const SH_IMM = SH_NUM + 2 * SH_NUM_CAP;
+const SH_FIN_MORE = SH_IMM + 1;
 const runImmediate = () => {
     reg.SH[SH_IMM] = 0;
     N.runNow();

@@ -168,6 +168,7 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
  * ready work waits for it, behind the setImmediate() callbacks queued
  * before, as futoin-asyncsteps goes on through callImmediate() */
 #define SH_IMM (SH_NUM + 2 * SH_NUM_CAP)
+#define SH_FIN_MORE (SH_IMM + 1) /* finished roots past SH_FIN_CAP (fetch with drainFinSpill) */
 #define SH_SIZE (SH_IMM + 2)
 #define JS_CODE_NUM1 6 /* low 3 bits of a step code: one number, in the Float64Array at 0 */
 
@@ -218,6 +219,8 @@ struct jsenv
     uint32_t nfree_roots;
     uint32_t* spill;
     uint32_t nspill, capspill;
+    int32_t* fin_spill; /* finished roots (slot, gen) SH_FIN had no room for */
+    uint32_t nfin_spill, capfin_spill;
     FutoInSync** syncs; /* Mutex, Throttle, Limiter objects by id (OP_SYNC) */
     uint32_t* sync_next; /* free ids, linked */
     uint32_t nsyncs, capsyncs, free_sync; /* free_sync: a free id + 1, 0: none */

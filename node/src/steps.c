@@ -48,6 +48,31 @@ static void release_k(jsenv* e, uint32_t k)
     sh[SH_SPILL] = (int32_t)e->nspill;
 }
 
+/* a finished root for JS to forget (drainFin): in SH_FIN, past its room in
+ * a list JS fetches with drainFinSpill() (a lost one would stay running
+ * for JS for good) */
+static void fin_list(jsenv* e, int32_t slot, int32_t gen)
+{
+    int32_t* sh = e->sh;
+    if (sh[SH_FIN_N] + 2 <= SH_FIN_CAP) {
+        sh[SH_FIN + sh[SH_FIN_N]++] = slot;
+        sh[SH_FIN + sh[SH_FIN_N]++] = gen;
+        return;
+    }
+    if (e->nfin_spill + 2 > e->capfin_spill) {
+        uint32_t cap = e->capfin_spill ? e->capfin_spill * 2 : 1024;
+        int32_t* n = realloc(e->fin_spill, cap * sizeof(int32_t));
+        if (!n) {
+            return; /* out of memory: that root stays listed as running */
+        }
+        e->fin_spill = n;
+        e->capfin_spill = cap;
+    }
+    e->fin_spill[e->nfin_spill++] = slot;
+    e->fin_spill[e->nfin_spill++] = gen;
+    sh[SH_FIN_MORE] = (int32_t)e->nfin_spill;
+}
+
 /* a handle slot kept while its step lives: free unless freed already */
 static void slot_release(jsenv* e, uint32_t slot, uint32_t gen)
 {
@@ -550,10 +575,8 @@ static jroot* root_new(jsenv* e, int test)
 static void root_end(jroot* r)
 {
     jsenv* e = r->e;
-    int32_t* sh = e->sh;
-    if (r->running && sh[SH_FIN_N] + 2 <= SH_FIN_CAP) {
-        sh[SH_FIN + sh[SH_FIN_N]++] = (int32_t)r->slot;
-        sh[SH_FIN + sh[SH_FIN_N]++] = (int32_t)e->slots[r->slot].gen;
+    if (r->running) {
+        fin_list(e, (int32_t)r->slot, (int32_t)e->slots[r->slot].gen);
     }
     r->running = 0;
     run_unlink(e, r);
@@ -776,6 +799,23 @@ static napi_value n_drain_spill(napi_env env, napi_callback_info info)
     }
     e->nspill = 0;
     e->sh[SH_SPILL] = 0;
+    return arr;
+}
+
+/* drainFinSpill() -> Int32Array of (slot, gen) pairs past SH_FIN */
+static napi_value n_drain_fin_spill(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    napi_value arr, ab;
+    void* data = NULL;
+    uint32_t n = e->nfin_spill;
+    NAPI_OK(napi_create_arraybuffer(env, n * sizeof(int32_t), &data, &ab));
+    if (n) {
+        memcpy(data, e->fin_spill, n * sizeof(int32_t));
+    }
+    NAPI_OK(napi_create_typedarray(env, napi_int32_array, n, ab, 0, &arr));
+    e->nfin_spill = 0;
+    e->sh[SH_FIN_MORE] = 0;
     return arr;
 }
 
@@ -1535,6 +1575,7 @@ static napi_value n_abandon(napi_env env, napi_callback_info info)
     }
     r->weak = 0;
     r->gone = 1;
+    r->running = 0; /* JS forgot it already (sweepIdle): not listed as finished */
     h->bsi->api->cancel(h->bsi);
     root_end(r);
     return NULL;
@@ -1748,6 +1789,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"flowNow", n_flow_now},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},
+            {"drainFinSpill", n_drain_fin_spill},
             {"add", n_add},
             {"parallel", n_parallel},
             {"success", n_success},

@@ -202,3 +202,26 @@ if (isPolyglot) {
         assert.strictEqual(r.alive, 2000);
     });
 }
+
+test('a kept root finishing after many flows were collected runs again', () => {
+    const r = inChild(`
+        let step = null;
+        const kept = $as();
+        kept.add((as) => { step = as; as.waitExternal(); }).add((as) => { kept.state.ran = 1; });
+        kept.execute();
+        // collected without an execute() in between: their ends are no
+        // finished runs for JS to hear of
+        for (let i = 0; i < 3000; ++i) {
+            $as().add((as) => as.waitExternal()).execute();
+        }
+        await turn();
+        await gcAll(() => 0);
+        step.success();
+        await turn();
+        await turn();
+        kept.add((as) => { kept.state.ran += 10; });
+        await kept.promise();
+        return { ran: kept.state.ran };
+    `);
+    assert.strictEqual(r.ran, 11);
+});

@@ -234,3 +234,27 @@ test('under AsyncToolTest a settled await() goes on without an event too', T, as
         assert.strictEqual(AT.hasEvents(), false);
     });
 });
+
+test('a rejected await() does not cancel its promise', T, async () => {
+    for (const reason of [new Error('boom'), 'MyError']) {
+        let cancelled = 0;
+        let reject = null;
+        const p = new Promise((resolve, rej) => {
+            reject = rej;
+        });
+        p.cancel = () => {
+            ++cancelled;
+        };
+        const got = deferred();
+        $as().add((as) => {
+            as.await(p);
+        }, (as, err) => {
+            got.resolve(err);
+        }).execute();
+        await new Promise((resolve) => setImmediate(resolve));
+        reject(reason);
+        const err = await got.promise;
+        assert.strictEqual(err, reason instanceof Error ? 'PromiseReject' : reason);
+        assert.strictEqual(cancelled, 0);
+    }
+});

@@ -8,6 +8,7 @@ const assert = require('node:assert');
 const $as = require('..');
 const N = require('../lib/binding');
 const reg = require('../lib/registry');
+const { deferred, T } = require('./helpers');
 
 const runFlow = (i) => {
     const as = $as();
@@ -131,4 +132,32 @@ test('step interfaces are not kept once their flow ended', () => {
     const { refs, alive } = JSON.parse(r.stdout);
     assert.ok(refs >= 50 * 10, `refs ${refs}`);
     assert.ok(alive <= 2, `${alive} of ${refs} step interfaces still alive after their flows ended`);
+});
+
+test('more flows ending in one loop turn than C can list at once are all finished for JS', T, async () => {
+    // C lists the roots that finished for JS to forget; past the list's
+    // room they were dropped: those roots stayed running for good
+    const roots = [];
+    const ended = deferred();
+    let done = 0;
+    for (let i = 0; i < 3000; ++i) {
+        const r = $as();
+        r.add((as) => {
+            as.waitExternal();
+            setTimeout(() => as.success(), 5); // all in one timers phase
+        }).add((as) => {
+            if (++done === 3000) {
+                ended.resolve();
+            }
+        });
+        r.execute();
+        roots.push(r);
+    }
+    await ended.promise;
+    await new Promise((resolve) => setImmediate(resolve));
+    let again = 0;
+    await Promise.all(roots.map((r) => r.add((as) => {
+        ++again;
+    }).promise()));
+    assert.strictEqual(again, 3000);
 });
