@@ -394,8 +394,6 @@ const forEachImpl = (asi, map_or_list, func, label) => {
 
 /* ---- await of a promise ---- */
 
-const NO_CANCEL = function noCancel(as) {};
-
 /* the promise of a waiting await() step rejected */
 const awaitFailed = (root, as, reason) => {
     const state = root.state;
@@ -506,7 +504,6 @@ class AsyncStepProtector {
         this._g = GENS[h & SLOT_MASK];
         this._f = 0;
         this._next = null;
-        this._ck = 0; // the index of its cancel handler (setCancel())
     }
 
     /* the flow's state while the step runs or waits, null once it ended
@@ -604,7 +601,6 @@ class AsyncStepProtector {
         } else {
             N.setCancel(this._h, k);
         }
-        this._ck = k;
         this._f |= F_WAIT;
         return this;
     }
@@ -618,11 +614,6 @@ class AsyncStepProtector {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         } else {
             N.waitExternal(this._h);
-        }
-        if (this._ck !== 0) {
-            // as futoin-asyncsteps: its cancel handler set before is dropped
-            FNS[this._ck] = NO_CANCEL;
-            this._ck = 0;
         }
         this._f |= F_WAIT;
         return this;

@@ -677,23 +677,3 @@ test('the package loaded again (require.cache cleared) leaves the first instance
     assert.strictEqual(res.status, 0, res.stderr);
     assert.strictEqual(res.stdout.trim(), 'a mutex,b 2,a 1');
 });
-
-test('waitExternal() after setCancel() drops that cancel handler, as in futoin-asyncsteps', T, async () => {
-    const trace = [];
-    const root = $as();
-    root.add((as) => {
-        as.setCancel((as) => trace.push('cancel before'));
-        as.waitExternal();
-    });
-    root.execute();
-    const root2 = $as();
-    root2.add((as) => {
-        as.waitExternal();
-        as.setCancel((as) => trace.push('cancel after'));
-    });
-    root2.execute();
-    await new Promise((resolve) => setImmediate(resolve));
-    root.cancel();
-    root2.cancel();
-    assert.deepStrictEqual(trace, ['cancel after']);
-});
