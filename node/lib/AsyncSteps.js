@@ -1643,8 +1643,10 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
     BATCH = i - 1 - at + merged;
     if (i < fns.length) {
         // the rest goes right after this step (queued steps go in front)
-        if (i === at + 1 && ++batch.lead >= 2) {
-            // its steps keep doing more: each the engine's own step from now on
+        if (i === at + 1 && (as._f & F_ADDED) !== 0 && ++batch.lead >= 2) {
+            // its steps keep adding steps: each the engine's own step from now
+            // on (steps that wait stay a batch: thousands of flows waiting
+            // hold one engine step each, not one per step left)
             for (let j = fns.length - 1; j >= i; --j) {
                 queue(h, OP_FOLLOW, register(fns[j], undefined), 0);
             }
