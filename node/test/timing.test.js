@@ -366,46 +366,45 @@ test('a step timeout counts from its setTimeout() call, not from the return of t
     assert.strictEqual(got, 'Timeout'); // due at 50 ms, before the completion at 70
 });
 
-test('a flow resumed from outside goes on after the setImmediate() callbacks queued before', T, async () => {
-    // as futoin-asyncsteps: the flow goes on through callImmediate()
-    // (setImmediate), behind what an event emitter queued before success()
-    const order = [];
+/* a flow waiting for an event: its next step pushes `label` to `order`;
+ * returns the completion of the waiting step and the flow's end */
+const waitingFlow = (order, label) => {
     const done = deferred();
     let resume = null;
     $as().add((as) => {
         as.waitExternal();
         resume = () => as.success();
     }).add((as) => {
-        order.push('next step');
+        order.push(label);
         done.resolve();
     }).execute();
+    return { resume: () => resume(), done: done.promise };
+};
+
+test('a flow resumed from outside goes on after the setImmediate() callbacks queued before', T, async () => {
+    // as futoin-asyncsteps: the flow goes on through callImmediate()
+    // (setImmediate), behind what an event emitter queued before success()
+    const order = [];
+    const { resume, done } = waitingFlow(order, 'next step');
     setImmediate(() => order.push('immediate before'));
     $as.ActiveAsyncTool.callImmediate(() => order.push('callImmediate before'));
     resume();
     order.push('after success()');
     process.nextTick(() => order.push('nextTick'));
-    await done.promise;
+    await done;
     assert.deepStrictEqual(order,
         ['after success()', 'nextTick', 'immediate before', 'callImmediate before', 'next step']);
 });
 
 test('a flow resumed by a step of another flow goes on after earlier setImmediate() callbacks', T, async () => {
     const order = [];
-    const done = deferred();
-    let resume = null;
-    $as().add((as) => {
-        as.waitExternal();
-        resume = () => as.success();
-    }).add((as) => {
-        order.push('resumed');
-        done.resolve();
-    }).execute();
+    const { resume, done } = waitingFlow(order, 'resumed');
     $as().add((as) => {
         setImmediate(() => order.push('immediate'));
         resume();
         order.push('resumer');
     }).execute();
-    await done.promise;
+    await done;
     assert.deepStrictEqual(order, ['resumer', 'immediate', 'resumed']);
 });
 
