@@ -58,7 +58,7 @@ let GENS = null; // reg.GENS
 /* a handle whose step, root or parallel object has not ended */
 const isLive = (h) => LIVE[h & SLOT_MASK] === h;
 /* a step interface still names its step: the handle's generation bits wrap
- * after 2048 reuses of the slot, the slot's use count does not */
+ * after 1024 reuses of the slot, the slot's use count does not */
 const isLiveAs = (as) => {
     const h = as._h;
     return LIVE[h & SLOT_MASK] === h && GENS[h & SLOT_MASK] === as._g;

@@ -21,7 +21,7 @@ const SH_FIN = SH_FREED + 8192;
 
 const OP_TARGET = 1;
 const OP_SUCCESS = 8;
-const SLOT = 1048576; // handles are slot + gen * 2^20
+const SLOT = 2097152; // handles are slot + gen * 2^21 (src/addon.h JH_SLOT_BITS)
 
 // callbacks by index: fn at k, its onerror at k + 1; never at 0, as a step
 // code of 0 (index 0, more than four values) would read as "no step"

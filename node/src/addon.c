@@ -160,6 +160,9 @@ static napi_value n_init(napi_env env, napi_callback_info info)
     bool prod = false;
     napi_get_value_bool(env, argv[7], &prod);
     e->production = prod;
+    const char* max = getenv("FUTOIN_POLYGLOT_MAX_HANDLES");
+    long m = max ? strtol(max, NULL, 10) : 0;
+    e->maxslots = m >= 256 && m < (long)JH_SLOTS ? (uint32_t)m : JH_SLOTS;
     NAPI_OK(napi_create_reference(env, argv[8], 1, &e->host_args));
     napi_value ab, arr;
     void* data;
@@ -167,7 +170,7 @@ static napi_value n_init(napi_env env, napi_callback_info info)
     NAPI_OK(napi_create_typedarray(env, napi_int32_array, SH_SIZE, ab, 0, &arr));
     NAPI_OK(napi_create_reference(env, ab, 1, &e->sh_ref));
     e->sh = data;
-    /* 4 MiB of address space: pages are only backed once slots reach them */
+    /* 8 MiB of address space each: pages are only backed once slots reach them */
     napi_value lab, larr;
     NAPI_OK(napi_create_arraybuffer(env, JH_SLOTS * sizeof(int32_t), &data, &lab));
     NAPI_OK(napi_create_typedarray(env, napi_int32_array, JH_SLOTS, lab, 0, &larr));

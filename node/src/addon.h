@@ -226,6 +226,7 @@ struct jsenv
     uint32_t nsyncs, capsyncs, free_sync; /* free_sync: a free id + 1, 0: none */
     hslot* slots;
     uint32_t nslots, capslots, free_slot, free_tail;
+    uint32_t maxslots; /* JH_SLOTS; FUTOIN_POLYGLOT_MAX_HANDLES lowers it (tests of a full table) */
     struct jlazy
     {
         napi_handle_scope scope;
@@ -273,7 +274,7 @@ static inline void lz_leave(jsenv* e, const jlazy* saved)
 }
 
 /* handle table (handles.c): a handle is slot | gen << JH_SLOT_BITS */
-#define JH_SLOT_BITS 20
+#define JH_SLOT_BITS 21 /* ~1M flows waiting at once (a root and a step handle each) */
 #define JH_SLOTS (1u << JH_SLOT_BITS)
 uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind);
 void jh_free(jsenv* e, uint32_t slot);

@@ -1,9 +1,9 @@
 /*
  * The handle table: JS names a FutoInAsyncSteps* by a Number carrying a slot
- * and its generation (slot | gen << 20: a small integer, which V8 passes
+ * and its generation (slot | gen << 21: a small integer, which V8 passes
  * without allocating), so a handle kept after its step ended is recognised
  * and refused instead of dereferenced. Freed slots are reused oldest first,
- * so a generation comes back only after 2048 reuses of every free slot.
+ * so a generation comes back only after 1024 reuses of every free slot.
  */
 #include "addon.h"
 
@@ -11,7 +11,7 @@
 
 #define SLOT_BITS JH_SLOT_BITS
 #define SLOT_MASK (JH_SLOTS - 1)
-#define GEN_MASK ((1u << 11) - 1)
+#define GEN_MASK ((1u << (31 - JH_SLOT_BITS)) - 1) /* slot | gen << 21 stays a positive int32 */
 
 uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
 {
@@ -23,9 +23,13 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
         }
     } else {
         if (e->nslots == e->capslots) {
+            uint32_t max = e->maxslots ? e->maxslots : JH_SLOTS;
+            if (e->capslots >= max) {
+                return 0; /* every slot in use */
+            }
             uint32_t cap = e->capslots ? e->capslots * 2 : 256;
-            if (cap > SLOT_MASK) {
-                return 0;
+            if (cap > max) {
+                cap = max;
             }
             hslot* n = realloc(e->slots, cap * sizeof(hslot));
             if (!n) {
@@ -53,7 +57,7 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
     h->next_free = 0;
     if (e->live) {
         e->live[s] = (int32_t)(h->gen << SLOT_BITS | s);
-        ++e->gens[s]; /* the handle's 11 generation bits come back after 2048 reuses */
+        ++e->gens[s]; /* the handle's 10 generation bits come back after 1024 reuses */
     }
     return s;
 }

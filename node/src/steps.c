@@ -1042,21 +1042,26 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
     napi_env env = e->env;
     void* data;
     const FutoInArgs* args;
-    FutoInAsyncSteps* bsi = only ? futoin_tool_host_next_of(only->bsi, &data, &args)
-                                 : futoin_tool_host_next(t, &data, &args);
-    if (!bsi) {
-        return 0;
-    }
-    jfrag* f = data;
-    uint32_t s = jh_alloc(e, bsi, f->root, HK_STEP);
-    if (!s) {
+    FutoInAsyncSteps* bsi;
+    jfrag* f;
+    uint32_t s;
+    for (;;) {
+        bsi = only ? futoin_tool_host_next_of(only->bsi, &data, &args) : futoin_tool_host_next(t, &data, &args);
+        if (!bsi) {
+            return 0;
+        }
+        f = data;
+        s = jh_alloc(e, bsi, f->root, HK_STEP);
+        if (s) {
+            break;
+        }
+        /* the handle table is full: the step fails, the next one is tried */
         bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "too many active steps");
         futoin_tool_host_done(bsi);
-        return host_take(e, t, only); /* bounded: each call retires one step */
     }
     e->slots[s].frag = f;
     ++e->turn_steps;
-    e->sh[SH_H] = (int32_t)(e->slots[s].gen << 20 | s);
+    e->sh[SH_H] = (int32_t)(e->slots[s].gen << JH_SLOT_BITS | s);
     e->sh[SH_ROOT] = (int32_t)f->root->slot;
     int n = 0;
     size_t iter = 0;
@@ -1193,10 +1198,10 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
     }
     int32_t id = e->sh[SH_H];
     int32_t flags = e->sh[SH_HOST_IN];
-    uint32_t s = (uint32_t)id & ((1u << 20) - 1);
+    uint32_t s = (uint32_t)id & (JH_SLOTS - 1);
     jroot* only = NULL; /* JS_HOST_NESTED: the flow of this step */
     uint32_t only_slot = 0, only_gen = 0;
-    if (s && s < e->nslots && e->slots[s].kind == HK_STEP && (uint32_t)id == (e->slots[s].gen << 20 | s)) {
+    if (s && s < e->nslots && e->slots[s].kind == HK_STEP && (uint32_t)id == (e->slots[s].gen << JH_SLOT_BITS | s)) {
         FutoInAsyncSteps* bsi = e->slots[s].bsi;
         if (flags & JS_HOST_NESTED) {
             only = e->slots[s].root;
@@ -1416,11 +1421,13 @@ static napi_value n_execute(napi_env env, napi_callback_info info)
         futoin_steps_execute_burst(bsi);
     }
     lz_leave(e, &lz);
-    e->exec_slot = saved_slot;
-    e->exec_obj = saved_obj;
     if (take) {
+        /* JS knows the root by exec_obj still: a step failing here (a full
+         * handle table) ends the flow, and its promise() hears of it */
         e->sh[SH_HOST_OUT] = nested ? host_take_live(e, tool, r, rslot, rgen) : host_take(e, tool, NULL);
     }
+    e->exec_slot = saved_slot;
+    e->exec_obj = saved_obj;
     return out;
 }
 

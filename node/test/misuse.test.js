@@ -357,7 +357,7 @@ test('what a step throws after root.cancel() inside it ends nowhere but in last_
 });
 
 test('a step interface kept after its step ended never names a later step', T, async () => {
-    // a handle's generation bits came back after 2048 reuses of its slot:
+    // a handle's generation bits came back after 1024 reuses of its slot:
     // the kept interface of a timed-out step completed another flow's step
     let late = null;
     const first = new Promise((resolve) => {

@@ -161,3 +161,38 @@ test('more flows ending in one loop turn than C can list at once are all finishe
     }).promise()));
     assert.strictEqual(again, 3000);
 });
+
+test('a flow that finds the handle table full fails with InternalError, and flows run again once it has room', () => {
+    // a child with a table of 512 handles (FUTOIN_POLYGLOT_MAX_HANDLES):
+    // 300 waiting flows hold two each; the new flow's promise() heard
+    // nothing (it stayed pending for good)
+    const { spawnSync } = require('child_process');
+    const script = `
+        const $as = require(${JSON.stringify(require('path').join(__dirname, '..'))});
+        const waiting = [];
+        for (let i = 0; i < 300; ++i) {
+            $as().add((as) => { as.waitExternal(); waiting.push(as); }).execute();
+        }
+        const out = { waiting: waiting.length };
+        const r = $as();
+        r.add((as) => as.success(1)).add((as, v) => { out.ran = v; });
+        r.promise().then(() => { out.first = 'settled'; }, (e) => {
+            out.first = e.message + ': ' + r.state.error_info;
+        }).then(async () => {
+            for (const as of waiting) {
+                as.success();
+            }
+            await new Promise((resolve) => setImmediate(resolve));
+            await $as().add((as) => as.success(2)).add((as, v) => { out.ran = v; }).promise();
+            console.log(JSON.stringify(out));
+        });
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], {
+        encoding: 'utf8', timeout: 60000, env: { ...process.env, FUTOIN_POLYGLOT_MAX_HANDLES: '512' },
+    });
+    assert.strictEqual(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout.trim());
+    assert.strictEqual(out.waiting, 255); // 45 flows failed at their first step
+    assert.strictEqual(out.first, 'InternalError: too many active steps');
+    assert.strictEqual(out.ran, 2);
+});
