@@ -170,8 +170,8 @@ const runImmediate = () => {
 reg.armImmediate = () => {
     const SH = reg.SH;
     if (SH[SH_IMM] === 0) {
-        SH[SH_IMM] = 1;
         setImmediate(runImmediate);
+        SH[SH_IMM] = 1;
     }
 };
 reg.initShared = (SH) => {

@@ -425,3 +425,49 @@ test('a flow resumed in a timer callback goes on after the setImmediate() callba
     await done.promise;
     assert.deepStrictEqual(order, ['timer', 'immediate', 'resumed']);
 });
+
+test('flows go on after a setImmediate() of the flow turn was swallowed (fake timers dropped)', T, async () => {
+    // a test's fake timers took the setImmediate() queued for the flow
+    // completed meanwhile and were uninstalled without running it: later
+    // flows on real timers go on (they all waited for that turn for good)
+    const real = global.setImmediate;
+    let aStep = null;
+    $as().add((as) => {
+        aStep = as;
+        as.waitExternal();
+    }).execute();
+    await new Promise((resolve) => real(resolve));
+    global.setImmediate = () => ({}); // swallows it
+    try {
+        aStep.success();
+    } finally {
+        global.setImmediate = real;
+    }
+    const trace = [];
+    await $as().add((as) => {
+        as.add((as) => {
+            trace.push('step 1');
+            as.waitExternal();
+            setTimeout(() => as.success(), 1);
+        });
+        as.add((as) => trace.push('step 2'));
+    }).promise();
+    assert.deepStrictEqual(trace, ['step 1', 'step 2']);
+});
+
+test('a flow completed from outside waits for its turn when an await() in the same event goes on', T, async () => {
+    const order = [];
+    const { resume, done } = waitingFlow(order, 'A2');
+    let resolve = null;
+    const p = new Promise((r) => {
+        resolve = r;
+    });
+    const c = $as().add((as) => as.await(p)).add((as) => order.push('C2')).promise();
+    await new Promise((r) => setTimeout(r, 1));
+    setImmediate(() => order.push('imm'));
+    resume();
+    resolve();
+    order.push('event');
+    await Promise.all([done, c]);
+    assert.deepStrictEqual(order, ['event', 'C2', 'imm', 'A2']);
+});
