@@ -187,6 +187,14 @@ enum jop
 };
 #define OP_BATCH 2 /* OP_ADD, OP_FOLLOW: k is a batch of JS steps */
 
+/* a growable list of int32 for JS (spills of the shared areas, sweep()) */
+typedef struct ivec
+{
+    int32_t* v;
+    uint32_t n, cap;
+    int oom; /* a push failed: the list misses values */
+} ivec;
+
 struct jsenv
 {
     napi_env env;
@@ -217,10 +225,8 @@ struct jsenv
     uint32_t sweeps; /* sweep() calls so far */
     jroot* free_roots; /* finished roots kept for reuse */
     uint32_t nfree_roots;
-    uint32_t* spill;
-    uint32_t nspill, capspill;
-    int32_t* fin_spill; /* finished roots (slot, gen) SH_FIN had no room for */
-    uint32_t nfin_spill, capfin_spill;
+    ivec spill;     /* released callback indices SH_FREED had no room for */
+    ivec fin_spill; /* finished roots (slot, gen) SH_FIN had no room for */
     FutoInSync** syncs; /* Mutex, Throttle, Limiter objects by id (OP_SYNC) */
     uint32_t* sync_next; /* free ids, linked */
     uint32_t nsyncs, capsyncs, free_sync; /* free_sync: a free id + 1, 0: none */

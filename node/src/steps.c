@@ -25,6 +25,41 @@ static const char k_stale[] = "InternalError: Unexpected call, object is out of 
 
 static void root_strong(jroot* r, int on);
 
+/* ---- lists for JS ---- */
+
+/* 0, or -1 out of memory (the list keeps what it had) */
+static int ivec_push(ivec* l, int32_t x)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? l->cap * 2 : 256;
+        int32_t* v = realloc(l->v, cap * sizeof(int32_t));
+        if (!v) {
+            l->oom = 1;
+            return -1;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+/* the list as an Int32Array (NULL after throwing); it is emptied */
+static napi_value ivec_take(napi_env env, ivec* l)
+{
+    napi_value arr, ab;
+    void* data = NULL;
+    uint32_t n = l->n;
+    l->n = 0;
+    l->oom = 0;
+    NAPI_OK(napi_create_arraybuffer(env, n * sizeof(int32_t), &data, &ab));
+    if (n) {
+        memcpy(data, l->v, n * sizeof(int32_t));
+    }
+    NAPI_OK(napi_create_typedarray(env, napi_int32_array, n, ab, 0, &arr));
+    return arr;
+}
+
 /* ---- JS callback indices ---- */
 
 /* the index goes back to JS (lib/registry.js) for reuse */
@@ -35,17 +70,9 @@ static void release_k(jsenv* e, uint32_t k)
         sh[SH_FREED + sh[SH_FREED_N]++] = (int32_t)k;
         return;
     }
-    if (e->nspill == e->capspill) {
-        uint32_t cap = e->capspill ? e->capspill * 2 : 1024;
-        uint32_t* n = realloc(e->spill, cap * sizeof(uint32_t));
-        if (!n) {
-            return; /* the index is lost, not reused */
-        }
-        e->spill = n;
-        e->capspill = cap;
+    if (ivec_push(&e->spill, (int32_t)k) == 0) { /* else the index is lost, not reused */
+        sh[SH_SPILL] = (int32_t)e->spill.n;
     }
-    e->spill[e->nspill++] = k;
-    sh[SH_SPILL] = (int32_t)e->nspill;
 }
 
 /* a finished root for JS to forget (drainFin): in SH_FIN, past its room in
@@ -59,18 +86,12 @@ static void fin_list(jsenv* e, int32_t slot, int32_t gen)
         sh[SH_FIN + sh[SH_FIN_N]++] = gen;
         return;
     }
-    if (e->nfin_spill + 2 > e->capfin_spill) {
-        uint32_t cap = e->capfin_spill ? e->capfin_spill * 2 : 1024;
-        int32_t* n = realloc(e->fin_spill, cap * sizeof(int32_t));
-        if (!n) {
-            return; /* out of memory: that root stays listed as running */
-        }
-        e->fin_spill = n;
-        e->capfin_spill = cap;
+    uint32_t mark = e->fin_spill.n;
+    if (ivec_push(&e->fin_spill, slot) || ivec_push(&e->fin_spill, gen)) {
+        e->fin_spill.n = mark; /* out of memory: that root stays listed as running */
+        return;
     }
-    e->fin_spill[e->nfin_spill++] = slot;
-    e->fin_spill[e->nfin_spill++] = gen;
-    sh[SH_FIN_MORE] = (int32_t)e->nfin_spill;
+    sh[SH_FIN_MORE] = (int32_t)e->fin_spill.n;
 }
 
 /* a handle slot kept while its step lives: free unless freed already */
@@ -787,36 +808,20 @@ static napi_value n_flush(napi_env env, napi_callback_info info)
     return NULL;
 }
 
-/* drainSpill() -> indices released beyond the shared area */
+/* drainSpill() -> Int32Array of the indices released beyond the shared area */
 static napi_value n_drain_spill(napi_env env, napi_callback_info info)
 {
     GET_ARGS(0);
-    napi_value arr, v;
-    NAPI_OK(napi_create_array_with_length(env, e->nspill, &arr));
-    for (uint32_t i = 0; i < e->nspill; ++i) {
-        napi_create_uint32(env, e->spill[i], &v);
-        napi_set_element(env, arr, i, v);
-    }
-    e->nspill = 0;
     e->sh[SH_SPILL] = 0;
-    return arr;
+    return ivec_take(env, &e->spill);
 }
 
 /* drainFinSpill() -> Int32Array of (slot, gen) pairs past SH_FIN */
 static napi_value n_drain_fin_spill(napi_env env, napi_callback_info info)
 {
     GET_ARGS(0);
-    napi_value arr, ab;
-    void* data = NULL;
-    uint32_t n = e->nfin_spill;
-    NAPI_OK(napi_create_arraybuffer(env, n * sizeof(int32_t), &data, &ab));
-    if (n) {
-        memcpy(data, e->fin_spill, n * sizeof(int32_t));
-    }
-    NAPI_OK(napi_create_typedarray(env, napi_int32_array, n, ab, 0, &arr));
-    e->nfin_spill = 0;
     e->sh[SH_FIN_MORE] = 0;
-    return arr;
+    return ivec_take(env, &e->fin_spill);
 }
 
 /* the target of an adding call and a callback record on it for index k;
@@ -1448,36 +1453,19 @@ static napi_value n_cancel(napi_env env, napi_callback_info info)
 
 /* ---- idle flows: held weakly by JS, gone with their JS root ---- */
 
-typedef struct sweep_buf
+/* sweep_k()'s list: the callback indices of `r` */
+typedef struct sweep_ctx
 {
-    int32_t* v;
-    uint32_t n, cap;
+    ivec* l;
     jroot* r;
-    int oom;
-} sweep_buf;
-
-static int sweep_push(sweep_buf* b, int32_t x)
-{
-    if (b->n == b->cap) {
-        uint32_t cap = b->cap ? b->cap * 2 : 256;
-        int32_t* v = realloc(b->v, cap * sizeof(int32_t));
-        if (!v) {
-            b->oom = 1;
-            return -1;
-        }
-        b->v = v;
-        b->cap = cap;
-    }
-    b->v[b->n++] = x;
-    return 0;
-}
+} sweep_ctx;
 
 static void sweep_k(void* ctx, void* data)
 {
-    sweep_buf* b = ctx;
+    sweep_ctx* c = ctx;
     const jfrag* f = data;
-    if (f->root == b->r && f->k != JK_NONE) {
-        sweep_push(b, (int32_t)f->k);
+    if (f->root == c->r && f->k != JK_NONE) {
+        ivec_push(c->l, (int32_t)f->k);
     }
 }
 
@@ -1490,7 +1478,8 @@ static void sweep_k(void* ctx, void* data)
 static napi_value n_sweep(napi_env env, napi_callback_info info)
 {
     GET_ARGS(0);
-    sweep_buf b = {NULL, 0, 0, NULL, 0};
+    ivec b = {NULL, 0, 0, 0};
+    sweep_ctx ctx = {&b, NULL};
     uint32_t cur = ++e->sweeps; /* 0 is "not seen", 1 none before the first */
     if (cur < 2) {
         cur = e->sweeps = 2;
@@ -1512,34 +1501,21 @@ static napi_value n_sweep(napi_env env, napi_callback_info info)
             continue;
         }
         uint32_t mark = b.n;
-        b.r = r;
-        if (sweep_push(&b, (int32_t)s) || sweep_push(&b, (int32_t)h->gen) || sweep_push(&b, 0)) {
-            b.n = mark;
-            break;
-        }
-        if (!futoin_steps_host_idle(r->bsi, tr_cancel, sweep_k, &b)) {
-            b.n = mark;
-            continue;
-        }
+        ctx.r = r;
+        ivec_push(&b, (int32_t)s);
+        ivec_push(&b, (int32_t)h->gen);
+        ivec_push(&b, 0);
+        futoin_steps_host_idle(r->bsi, tr_cancel, sweep_k, &ctx); /* idle: checked above */
         if (b.oom) {
-            b.n = mark;
+            b.n = mark; /* out of memory: it stays strong, and the sweep ends */
             break;
         }
         b.v[mark + 2] = (int32_t)(b.n - mark - 3);
         r->weak = 1;
         run_unlink(e, r);
     }
-    napi_value out, ab;
-    void* data = NULL;
-    napi_status st = napi_create_arraybuffer(env, b.n * sizeof(int32_t), &data, &ab);
-    if (st == napi_ok && b.n) {
-        memcpy(data, b.v, b.n * sizeof(int32_t));
-    }
+    napi_value out = ivec_take(env, &b);
     free(b.v);
-    if (st != napi_ok) {
-        return NULL;
-    }
-    NAPI_OK(napi_create_typedarray(env, napi_int32_array, b.n, ab, 0, &out));
     return out;
 }
 
