@@ -711,10 +711,13 @@ static void is_top_tells_the_innermost_step(void** state)
     futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
     host_add_str(r, "a");
     assert_int_equal(futoin_steps_is_top(r), 0); /* a root */
+    assert_int_equal(futoin_steps_is_root(r), 1);
     r->api->execute(r, NULL, NULL);
     futoin_tool_iterate(g_fx.tool, 0);
     FutoInAsyncSteps* a = host_next_expect("a");
     assert_int_equal(futoin_steps_is_top(a), 1);
+    assert_int_equal(futoin_steps_is_root(a), 0); /* a step */
+    assert_int_equal(futoin_steps_is_root(r), 1); /* running */
     host_add_str(a, "a1");
     futoin_tool_host_done(a);
     FutoInAsyncSteps* a1 = host_next_expect("a1");
@@ -726,6 +729,7 @@ static void is_top_tells_the_innermost_step(void** state)
     assert_int_equal(futoin_steps_is_top(a), 0);
     r->api->cancel(r);
     assert_int_equal(futoin_steps_is_top(NULL), 0);
+    assert_int_equal(futoin_steps_is_root(NULL), -1);
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 

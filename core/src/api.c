@@ -556,6 +556,15 @@ int futoin_steps_is_top(FutoInAsyncSteps* bsi)
     return s->kind != FK_ROOT && s->state != FS_FREE && s->strand && s->strand->top == s;
 }
 
+int futoin_steps_is_root(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return -1;
+    }
+    const fstep* s = fstep_of(bsi);
+    return s->kind == FK_ROOT && s->state != FS_FREE;
+}
+
 FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi)
 {
     if (!futoin_steps_is_native(bsi) || fstep_of(bsi)->state == FS_FREE) {

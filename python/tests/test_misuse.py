@@ -426,3 +426,70 @@ def test_step_handle_of_a_non_callable_raises_only_type_error(monkeypatch):
     import gc
     gc.collect()
     assert reported == []  # __del__ found no _owner: "Exception ignored" was printed
+
+
+# ---- found by fuzzing ----
+
+
+def test_view_of_unhandled_error_handler_ends_with_it(virtual_tool):
+    import gc
+
+    kept = []
+    r = AsyncSteps(virtual_tool)
+    r.add(lambda as_: as_.error("X"))
+    r.execute(lambda as_, code: kept.append(as_))
+    virtual_tool.run()
+    del r
+    gc.collect()
+    other = AsyncSteps(virtual_tool)  # may reuse the memory of the root above
+    with pytest.raises(RuntimeError):
+        kept[0].add(noop)
+    with pytest.raises(RuntimeError):
+        kept[0].state
+    other.add(lambda as_: as_.success("other"))
+    assert other.run() == "other"
+
+
+def test_copy_from_itself_copies_its_steps_once(virtual_tool):
+    seen = []
+    r = AsyncSteps(virtual_tool)
+    r.add(lambda as_: seen.append(1))
+    assert r.copy_from(r) is r  # looped for ever, growing
+    r.run()
+    assert seen == [1, 1]
+
+
+def test_execute_of_a_step_is_only_the_engine_error(virtual_tool):
+    import futoin_polyglot as fp
+
+    codes = []
+    before = len(fp._running)
+    for _ in range(20):
+        r = AsyncSteps(virtual_tool)
+        r.add(lambda as_: as_.execute(), lambda as_, code: (codes.append(code), as_.success()))
+        r.run()
+    assert codes == [errors.InternalError] * 20
+    assert len(fp._running) == before  # each step view was kept there for good
+
+
+def test_run_and_promise_of_a_step_or_branch_raise(virtual_tool, arun):
+    with pytest.raises(TypeError, match="root"):
+        AsyncSteps(virtual_tool).parallel().run()
+    seen = []
+
+    def step(as_):
+        with pytest.raises(TypeError, match="root"):
+            as_.run()
+        with pytest.raises(TypeError, match="root"):
+            as_.promise()
+        seen.append("checked")
+
+    AsyncSteps(virtual_tool).add(step).run()
+    assert seen == ["checked"]
+
+
+def test_repr_of_an_ended_view(virtual_tool):
+    kept = []
+    AsyncSteps(virtual_tool).add(lambda as_: kept.append(as_)).run()
+    assert "ended" in repr(kept[0])
+    assert str(kept[0]) == repr(kept[0])

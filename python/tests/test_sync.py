@@ -368,3 +368,82 @@ print("ok")
     r = subprocess.run([sys.executable, "-c", code], env=dict(__import__("os").environ, PYTHONMALLOC="debug"),
                        capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout.strip()) == (0, "ok"), r.stderr
+
+
+# ---- the adapter an ISync gets (fuzzing found these) ----
+
+
+class NamedSync(ISync):
+    def __init__(self, name, calls):
+        self.name = name
+        self.calls = calls
+
+    def lock(self, as_):
+        self.calls.append(self.name)
+
+
+def test_isync_copy_is_an_isync_of_its_own(virtual_tool):
+    import copy
+    import gc
+
+    calls = []
+    a = NamedSync("a", calls)
+    AsyncSteps(virtual_tool).sync(a, lambda as_: as_.success()).run()
+    b = copy.copy(a)  # its __dict__ too
+    b.name = "b"
+    AsyncSteps(virtual_tool).sync(b, lambda as_: as_.success()).run()
+    del a
+    gc.collect()
+    AsyncSteps(virtual_tool).sync(b, lambda as_: as_.success()).run()  # crashed: the adapter of a freed `a`
+    assert calls == ["a", "b", "b"]
+
+
+def test_isync_attributes_of_its_own_named_sync_are_left_alone(virtual_tool):
+    import datetime
+    import threading
+
+    calls = []
+
+    class OwnLock(NamedSync):
+        def __init__(self):
+            super().__init__("own", calls)
+            self._sync = threading.Lock()  # the class's own business
+
+    class Capsule(NamedSync):
+        _sync = datetime.datetime_CAPI  # a capsule this package did not make
+
+    for obj in (OwnLock(), Capsule("capsule", calls)):
+        AsyncSteps(virtual_tool).sync(obj, lambda as_: as_.success()).run()
+    assert calls == ["own", "capsule"]
+
+
+def test_isync_frozen_or_without_dict(virtual_tool):
+    import dataclasses
+
+    calls = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen(ISync):
+        name: str
+
+        def lock(self, as_):
+            calls.append(self.name)
+
+    class Slots:  # duck-typed ISync: no __dict__ at all
+        __slots__ = ()
+
+        def lock(self, as_):
+            calls.append("slots")
+
+        def unlock(self, as_):
+            pass
+
+    for obj in (Frozen("frozen"), Slots()):
+        for _ in range(2):
+            AsyncSteps(virtual_tool).sync(obj, lambda as_: as_.success()).run()
+    assert calls == ["frozen", "frozen", "slots", "slots"]
+    from futoin_polyglot import sync_address
+
+    assert sync_address(Frozen("x")) != 0
+    with pytest.raises(TypeError, match="attribute"):
+        sync_address(Slots())  # nowhere to keep an adapter that C may use for as long as it lives

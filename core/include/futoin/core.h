@@ -294,6 +294,10 @@ FUTOIN_API int futoin_steps_host_idle(FutoInAsyncSteps* root, FutoInAsyncSteps_c
  * active, or bsi is not a step of this library: a host tells by it a call
  * on an outer step's interface (out of bounds while its sub-steps run). */
 FUTOIN_API int futoin_steps_is_top(FutoInAsyncSteps* bsi);
+/* 1 when bsi is a root of this library (not freed), 0 for any other bsi of
+ * it (a step, a parallel branch), -1 for a foreign pointer: a host tells by
+ * it what execute() on a bsi it is handed will do. */
+FUTOIN_API int futoin_steps_is_root(FutoInAsyncSteps* bsi);
 /* The tool of any bsi of this implementation; NULL for a foreign pointer. */
 FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
 /* 1 when `bsi` was made by this library. */

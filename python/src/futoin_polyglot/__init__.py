@@ -218,6 +218,9 @@ class AsyncSteps(AsyncStepsBase):
         The root is kept alive until the flow ends."""
         if unhandled_error is not None:
             _check_callable(unhandled_error, "unhandled_error")
+        if not self._is_root:
+            AsyncStepsBase.execute(self, unhandled_error)  # the engine's InternalError, in the flow
+            return
         key = id(self)
         if _running.get(key) is self:
             AsyncStepsBase.execute(self, unhandled_error)  # engine reports InternalError
@@ -309,6 +312,7 @@ class AsyncSteps(AsyncStepsBase):
         step's result (None, one value, or a tuple) or a FutoInError. As in
         the JS reference, the flow's first burst of steps runs right away
         (unless called from inside another flow's step)."""
+        _check_root(self, "promise()")
         loop = _get_running_loop()
         if loop is None:
             raise RuntimeError("promise() needs a running asyncio loop; use run() without one")
@@ -374,6 +378,7 @@ class AsyncSteps(AsyncStepsBase):
         flow waits for a completion that nothing on this thread can bring,
         it waits for another Python thread holding a step view (``as_``) of
         it to bring it."""
+        _check_root(self, "run()")
         self._tool._check_runnable()  # nested, or under asyncio: it would never return
         box = {}
 
@@ -404,7 +409,15 @@ class AsyncSteps(AsyncStepsBase):
         return box["result"]
 
     def __repr__(self):
-        return f"<AsyncSteps at 0x{self.binary():x}>" if self._tool is not None else "<AsyncSteps>"
+        try:
+            return f"<AsyncSteps at 0x{self.binary():x}>" if self._tool is not None else "<AsyncSteps>"
+        except RuntimeError:  # its step ended: logging and tracebacks still show it
+            return "<AsyncSteps (ended)>"
+
+
+def _check_root(as_, what):
+    if not as_._is_root:
+        raise TypeError(f"{what} needs a root AsyncSteps, not the interface of a step or parallel branch")
 
 
 def _await_step(as_, awaitable):
@@ -470,7 +483,7 @@ class _AwaitStep:
 
 
 def _replay(target, model):
-    for rec in model:
+    for rec in list(model):  # copy_from() of itself: the steps it had
         kind = rec[0]
         if kind == "add":
             target.add(rec[1], rec[2])

@@ -1499,34 +1499,85 @@ static void pysync_capsule_free(PyObject* cap)
     PyMem_Free(s);
 }
 
-/* The FutoInSync* of a sync object: our primitives carry `_sync` (capsule
- * made by the core); an ISync gets an adapter once, held by the object. */
-static FutoInSync* sync_of(PyObject* obj)
+/* where an ISync keeps its adapter: a name of ours (the object's own
+ * attributes are its business), written past any __setattr__ of its class */
+static const char k_isync_attr[] = "_futoin_isync_adapter";
+
+/* obj's adapter, if what obj holds under k_isync_attr is one made for obj
+ * itself: a copy of the object (copy.copy() copies __dict__) holds its
+ * original's, which must not serve it (the original may be gone) */
+static FutoInSync* isync_adapter_kept(PyObject* obj)
 {
-    PyObject* cap = PyObject_GetAttrString(obj, "_sync");
-    if (!cap) {
-        PyErr_Clear();
-        if (!PyObject_HasAttrString(obj, "lock") || !PyObject_HasAttrString(obj, "unlock")) {
-            PyErr_Format(PyExc_TypeError, "sync object must be an ISync (lock/unlock), not %.100s",
-                         Py_TYPE(obj)->tp_name);
-            return NULL;
-        }
-        pysync* s = PyMem_Calloc(1, sizeof(pysync));
-        if (!s) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        *(const FutoInSyncAPI**)&s->base.api = &k_pysync_api;
-        s->obj = obj; /* borrowed: the capsule lives in obj */
-        cap = PyCapsule_New(s, "futoin.sync", pysync_capsule_free);
-        if (!cap || PyObject_SetAttrString(obj, "_sync", cap) != 0) {
-            Py_XDECREF(cap);
-            return NULL;
-        }
+    PyObject* cap = PyObject_GetAttrString(obj, k_isync_attr);
+    FutoInSync* s = NULL;
+    if (cap && PyCapsule_IsValid(cap, "futoin.sync")) {
+        pysync* p = PyCapsule_GetPointer(cap, "futoin.sync");
+        s = p->obj == obj ? &p->base : NULL;
     }
-    FutoInSync* s = PyCapsule_GetPointer(cap, PyCapsule_GetName(cap));
-    Py_DECREF(cap);
+    Py_XDECREF(cap);
+    PyErr_Clear();
     return s;
+}
+
+/* The FutoInSync* of a sync object: our primitives carry `_sync` (a capsule
+ * of the core); an ISync gets an adapter once, kept by the object. An
+ * object that cannot keep one (no __dict__) gets one per call: *hold is
+ * then the capsule, for the caller to keep as long as C may use it (NULL
+ * hold: an error, for sync_address(), which hands out a lasting pointer). */
+static FutoInSync* sync_of(PyObject* obj, PyObject** hold)
+{
+    PyObject* core = PyObject_GetAttrString(obj, "_sync");
+    if (core && PyCapsule_IsValid(core, "futoin.core_sync")) {
+        FutoInSync* s = PyCapsule_GetPointer(core, "futoin.core_sync");
+        Py_DECREF(core);
+        return s;
+    }
+    if (!core && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return NULL; /* our primitive could not bind to a tool */
+    }
+    Py_XDECREF(core); /* any other `_sync` is the object's own */
+    PyErr_Clear();
+    FutoInSync* kept = isync_adapter_kept(obj);
+    if (kept) {
+        return kept;
+    }
+    if (!PyObject_HasAttrString(obj, "lock") || !PyObject_HasAttrString(obj, "unlock")) {
+        PyErr_Format(PyExc_TypeError, "sync object must be an ISync (lock/unlock), not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    pysync* s = PyMem_Calloc(1, sizeof(pysync));
+    if (!s) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *(const FutoInSyncAPI**)&s->base.api = &k_pysync_api;
+    s->obj = obj; /* borrowed: whoever holds the capsule holds obj too */
+    PyObject* cap = PyCapsule_New(s, "futoin.sync", pysync_capsule_free);
+    if (!cap) {
+        PyMem_Free(s);
+        return NULL;
+    }
+    PyObject* name = PyUnicode_InternFromString(k_isync_attr);
+    int stored = name ? PyObject_GenericSetAttr(obj, name, cap) : -1;
+    Py_XDECREF(name);
+    if (stored == 0) {
+        Py_DECREF(cap);
+        return &s->base;
+    }
+    if (!hold || !name || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        if (name && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Format(PyExc_TypeError,
+                         "a %.100s has no attribute dict to keep its sync adapter in, which C code may use "
+                         "for as long as the object lives: give its class a __dict__",
+                         Py_TYPE(obj)->tp_name);
+        }
+        Py_DECREF(cap);
+        return NULL;
+    }
+    PyErr_Clear();
+    *hold = cap;
+    return &s->base;
 }
 
 static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
@@ -1541,17 +1592,29 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
         PyErr_SetString(PyExc_TypeError, "step function must be callable");
         return NULL;
     }
-    FutoInSync* s = sync_of(obj);
+    PyObject* adapter = NULL;
+    FutoInSync* s = sync_of(obj, &adapter);
     if (!s) {
         return NULL;
     }
     pyfrag* f = pyfrag_new(self, self->bsi, func, onerror == Py_None ? NULL : onerror, self->tool);
     if (!f) {
+        Py_XDECREF(adapter);
         return NULL;
     }
     pyfrag_hold(self, self->bsi, f);
-    /* the step also keeps the sync object alive */
-    pyfrag* keep = pyfrag_new(self, self->bsi, obj, NULL, NULL);
+    /* the step also keeps the sync object alive (and its adapter made for
+     * this call, if it could not keep one) */
+    PyObject* held = adapter;
+    if (adapter) {
+        held = PyTuple_Pack(2, obj, adapter);
+        Py_DECREF(adapter);
+    } else {
+        held = obj;
+        Py_INCREF(held);
+    }
+    pyfrag* keep = held ? pyfrag_new(self, self->bsi, held, NULL, NULL) : NULL;
+    Py_XDECREF(held);
     if (!keep) {
         return NULL;
     }
@@ -1831,7 +1894,10 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
             }
             Py_XDECREF(r);
         }
-        Py_XDECREF(v);
+        if (v) {
+            v->bsi = NULL; /* its flow is over: kept, it acts on nothing (the root's memory is reused) */
+            Py_DECREF(v);
+        }
         Py_XDECREF(c);
     } else {
         const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
@@ -2067,6 +2133,17 @@ static PyObject* Steps_get_in_callback(StepsObject* self, void* closure)
     return PyBool_FromLong(self->in_cb);
 }
 
+/* a root (ours, or one of another provider: nothing tells), not the view
+ * of a step or branch; an ended view raises */
+static PyObject* Steps_get_is_root(StepsObject* self, void* closure)
+{
+    (void)closure;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    return PyBool_FromLong(self->owns || futoin_steps_is_root(self->bsi) != 0);
+}
+
 /* Python objects a root of ours keeps in its C state: its State mapping,
  * last_exception (with a traceback whose frames may hold the root itself:
  * a cycle through C the GC must see) and the raised [code, info] */
@@ -2233,6 +2310,7 @@ static PyGetSetDef Steps_getset[] = {
         {"_model", (getter)Steps_get_model, NULL, NULL, NULL},
         {"_tool", (getter)Steps_get_tool, NULL, NULL, NULL},
         {"_in_callback", (getter)Steps_get_in_callback, NULL, NULL, NULL},
+        {"_is_root", (getter)Steps_get_is_root, NULL, NULL, NULL},
         {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -2990,7 +3068,7 @@ static PyObject* mod_is_native(PyObject* m, PyObject* addr)
 static PyObject* mod_sync_address(PyObject* m, PyObject* obj)
 {
     (void)m;
-    FutoInSync* s = sync_of(obj);
+    FutoInSync* s = sync_of(obj, NULL);
     return s ? PyLong_FromVoidPtr(s) : NULL;
 }
 
