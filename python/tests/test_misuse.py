@@ -493,3 +493,43 @@ def test_repr_of_an_ended_view(virtual_tool):
     AsyncSteps(virtual_tool).add(lambda as_: kept.append(as_)).run()
     assert "ended" in repr(kept[0])
     assert str(kept[0]) == repr(kept[0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda as_: as_.error("bad\x00code"),
+    lambda as_: as_.error("bad\ud800code"),
+    lambda as_: as_.error("Code", "info \ud800"),
+    lambda as_: as_.error("Code", "info \x00 cut"),
+    lambda as_: as_.break_loop("label\ud800"),
+    lambda as_: as_.continue_loop("label\x00"),
+], ids=["code NUL", "code surrogate", "info surrogate", "info NUL", "break label", "continue label"])
+def test_text_c_cannot_take_is_a_value_error_at_the_call(virtual_tool, call):
+    kept = []
+    root = AsyncSteps(virtual_tool)
+    root.add(lambda as_: (kept.append(as_), as_.wait_external()))
+    root.execute()
+    virtual_tool.iterate()
+    with pytest.raises(ValueError, match="C"):
+        call(kept[0])  # from outside: the flow is not disturbed
+    kept[0].success()
+    virtual_tool.run()
+    codes = []
+    r = AsyncSteps(virtual_tool)
+    r.loop(lambda as_: call(as_), "label")
+    r.execute(lambda as_, code: codes.append((code, as_.state.error_info)))
+    virtual_tool.run()
+    assert codes and codes[0][0] == "ValueError" and "C" in codes[0][1]
+
+
+def test_futoin_error_with_a_code_not_a_str_says_so(virtual_tool):
+    got = []
+    r = AsyncSteps(virtual_tool)
+
+    def step(as_):
+        raise FutoInError(123, 456)
+
+    r.add(step, lambda as_, code: got.append((code, as_.state.error_info)))
+    r.execute()
+    virtual_tool.run()
+    assert got[0][0] == errors.InternalError
+    assert "code" in got[0][1] and "int" in got[0][1]

@@ -91,6 +91,21 @@ static PyObject* utf8_replacing_surrogates(PyObject* o)
     return enc;
 }
 
+/* a str as C text (an error code, info, a label), or NULL with a
+ * ValueError: C strings hold no NUL and no lone surrogate */
+static const char* c_text(PyObject* o, const char* what)
+{
+    Py_ssize_t n;
+    const char* s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (!s || (size_t)n != strlen(s)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s cannot be passed to C: it holds a %s", what,
+                     s ? "NUL character" : "lone surrogate");
+        return NULL;
+    }
+    return s;
+}
+
 static int py_to_value(PyObject* o, FutoInBinaryValue* v)
 {
     memset(v, 0, sizeof(*v));
@@ -763,8 +778,25 @@ static void raise_into_flow(FutoInAsyncSteps* bsi)
     fatal_keep(value);
     PyObject *code_o, *info_o;
     exc_code_info(type, value, &code_o, &info_o);
-    const char* code = code_o && PyUnicode_Check(code_o) ? PyUnicode_AsUTF8(code_o) : NULL;
-    const char* info = info_o && PyUnicode_Check(info_o) ? PyUnicode_AsUTF8(info_o) : NULL;
+    const char* code = code_o && PyUnicode_Check(code_o) ? c_text(code_o, "the error code") : NULL;
+    const char* info = NULL;
+    if (!code) {
+        /* the info says why the error is an InternalError */
+        PyErr_Clear();
+        Py_XSETREF(info_o, code_o && !PyUnicode_Check(code_o)
+                ? PyUnicode_FromFormat("the error code must be a str, not %.100s", Py_TYPE(code_o)->tp_name)
+                : PyUnicode_FromString(code_o ? "the error code holds a NUL or a lone surrogate" : ""));
+    }
+    if (info_o && PyUnicode_Check(info_o)) {
+        info = PyUnicode_AsUTF8(info_o);
+        if (!info) {
+            /* lone surrogates in the text: U+FFFD for C, as in values */
+            PyErr_Clear();
+            PyObject* enc = utf8_replacing_surrogates(info_o);
+            Py_XSETREF(info_o, enc);
+            info = enc ? PyBytes_AS_STRING(enc) : NULL;
+        }
+    }
     PyErr_Clear();
     if (value) {
         set_last_exception(bsi, value, code ? code : "InternalError", info);
@@ -1242,6 +1274,11 @@ static PyObject* Steps_error(StepsObject* self, PyObject* args, PyObject* kw)
         PyErr_SetString(PyExc_TypeError, "error info must be a str or None");
         return NULL;
     }
+    const char* code_c = c_text(code, "the error code");
+    const char* info_c = !code_c || info == Py_None ? NULL : c_text(info, "the error info");
+    if (!code_c || (info != Py_None && !info_c)) {
+        return NULL;
+    }
     PyObject* exc = make_error(code, info == Py_None ? NULL : info);
     if (!exc) {
         return NULL;
@@ -1249,7 +1286,7 @@ static PyObject* Steps_error(StepsObject* self, PyObject* args, PyObject* kw)
     if (!self->in_cb || !on_loop_thread(self->bsi)) {
         /* from outside the step's callback (or another thread): report now;
          * inside it, the trampoline reports the raised exception */
-        external_error(self->bsi, PyUnicode_AsUTF8(code), info == Py_None ? NULL : PyUnicode_AsUTF8(info), exc);
+        external_error(self->bsi, code_c, info_c, exc);
     }
     PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
     Py_DECREF(exc);
@@ -1264,7 +1301,14 @@ static PyObject* Steps_fail(StepsObject* self, PyObject* args)
     if (!PyArg_ParseTuple(args, "s|OO:_fail", &code, &info, &exc) || check_usable(self)) {
         return NULL;
     }
-    external_error(self->bsi, code, info == Py_None ? NULL : PyUnicode_AsUTF8(info), exc == Py_None ? NULL : exc);
+    const char* info_c = info == Py_None ? NULL : PyUnicode_Check(info) ? c_text(info, "the error info") : NULL;
+    if (info != Py_None && !info_c) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "error info must be a str or None");
+        }
+        return NULL;
+    }
+    external_error(self->bsi, code, info_c, exc == Py_None ? NULL : exc);
     if (PyErr_Occurred()) {
         return NULL;
     }
@@ -1282,6 +1326,10 @@ static PyObject* loop_control(StepsObject* self, PyObject* args, PyObject* kw, c
         PyErr_SetString(PyExc_TypeError, "loop label must be a str or None");
         return NULL;
     }
+    const char* label_c = label == Py_None ? "" : c_text(label, "the loop label");
+    if (!label_c) {
+        return NULL;
+    }
     PyObject* c = PyUnicode_FromString(code);
     PyObject* info = label == Py_None ? PyUnicode_FromString("") : (Py_INCREF(label), label);
     PyObject* exc = c && info ? make_error(c, info) : NULL;
@@ -1291,7 +1339,7 @@ static PyObject* loop_control(StepsObject* self, PyObject* args, PyObject* kw, c
         return NULL;
     }
     if (!self->in_cb || !on_loop_thread(self->bsi)) {
-        external_error(self->bsi, code, label == Py_None ? "" : PyUnicode_AsUTF8(label), NULL);
+        external_error(self->bsi, code, label_c, NULL);
     }
     PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
     Py_DECREF(exc);
@@ -1362,9 +1410,9 @@ static int parse_label(PyObject* label, const char** out)
             PyErr_SetString(PyExc_TypeError, "loop label must be a str or None");
             return -1;
         }
-        *out = PyUnicode_AsUTF8(label);
+        *out = c_text(label, "the loop label");
         if (!*out) {
-            return -1; /* UnicodeEncodeError, a ValueError (a lone surrogate) */
+            return -1;
         }
     }
     return 0;
