@@ -651,3 +651,17 @@ def test_keyboard_interrupt_in_an_awaited_flow_leaves_no_unretrieved_future():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "left"
     assert "never retrieved" not in r.stderr
+
+
+def test_await_future_of_another_loop_fails_the_flow(arun):
+    other = asyncio.new_event_loop()
+    try:
+        async def main():
+            fut = other.create_future()  # would never wake this loop
+            as_ = AsyncSteps()
+            as_.await_(fut, lambda as_, code: as_.success(code))
+            return await as_
+
+        assert arun(main()) == "ValueError"
+    finally:
+        other.close()

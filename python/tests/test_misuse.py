@@ -533,3 +533,10 @@ def test_futoin_error_with_a_code_not_a_str_says_so(virtual_tool):
     virtual_tool.run()
     assert got[0][0] == errors.InternalError
     assert "code" in got[0][1] and "int" in got[0][1]
+
+
+def test_step_handle_tool_must_be_a_tool():
+    from futoin_polyglot import StepHandle
+
+    with pytest.raises(TypeError, match="Tool"):
+        StepHandle(noop, tool=5)

@@ -384,3 +384,22 @@ def test_asyncio_many_threads(arun):
         return results
 
     assert arun(main()) == [(i, True) for i in range(32)]
+
+
+def test_handle_cancel_from_another_thread_is_refused():
+    tool = Tool(virtual_time=True)
+    fired = []
+    h = tool.deferred(10, lambda: fired.append(1))
+    errs = []
+
+    def cancel_there():
+        try:
+            h.cancel()  # touched the tool's timer heap from this thread
+        except RuntimeError as e:
+            errs.append(str(e))
+
+    worker(cancel_there).join()
+    assert errs and "thread" in errs[0]
+    assert h.is_valid()
+    tool.run()
+    assert fired == [1]

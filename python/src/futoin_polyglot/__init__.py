@@ -425,7 +425,8 @@ def _await_step(as_, awaitable):
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
         as_.error(errors.InternalError, "await_() needs a flow driven by a running asyncio loop")
-    fut = asyncio.ensure_future(awaitable)
+    # a future of another loop would never wake this one: ValueError, in the flow
+    fut = asyncio.ensure_future(awaitable, loop=_get_running_loop())
     cancelled = []
 
     def done(f):

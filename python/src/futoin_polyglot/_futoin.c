@@ -2899,6 +2899,12 @@ static HandleObject* handle_arg(PyObject* o)
 static PyObject* Handle_cancel(HandleObject* self, PyObject* unused)
 {
     (void)unused;
+    if (self->d->func && !self->d->bsi->api->is_same_thread(self->d->bsi)) {
+        /* the tool's timers are its loop thread's alone */
+        PyErr_SetString(PyExc_RuntimeError, "Handle.cancel() from another thread than its tool's loop: call it "
+                                            "there (an immediate() of that loop's own thread-safe call)");
+        return NULL;
+    }
     deferred_cancel(self->d, self->d->bsi); /* the tool's own root */
     Py_RETURN_NONE;
 }
@@ -3209,6 +3215,9 @@ static PyObject* mod_step_handle(PyObject* m, PyObject* args)
     if (!step_callable(func)) {
         PyErr_SetString(PyExc_TypeError, "step must be callable");
         return NULL;
+    }
+    if (tool != Py_None && !PyObject_TypeCheck(tool, &ToolType)) {
+        return PyErr_Format(PyExc_TypeError, "tool must be a Tool or None, not %.100s", Py_TYPE(tool)->tp_name);
     }
     pyfrag* f = PyMem_Calloc(1, sizeof(pyfrag));
     if (!f) {
