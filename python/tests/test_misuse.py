@@ -540,3 +540,20 @@ def test_step_handle_tool_must_be_a_tool():
 
     with pytest.raises(TypeError, match="Tool"):
         StepHandle(noop, tool=5)
+
+
+def test_address_of_unmapped_memory_is_a_value_error():
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    addr = libc.mmap(None, mmap.PAGESIZE, mmap.PROT_READ, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    assert addr not in (None, ctypes.c_void_p(-1).value)
+    assert libc.munmap(addr, mmap.PAGESIZE) == 0
+    with pytest.raises(ValueError, match="readable"):
+        is_native(addr)  # crashed the interpreter
+    with pytest.raises(ValueError, match="readable"):
+        wrap(addr)

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---- module state (one interpreter) ---- */
@@ -3059,6 +3060,15 @@ static void* steps_address(PyObject* addr)
     }
     if (bad || (unsigned long long)(uintptr_t)a != a) {
         PyErr_Format(PyExc_ValueError, "0x%llx is no FutoInAsyncSteps address", a);
+        return NULL;
+    }
+    /* the api pointer read through the kernel: memory that is not mapped is
+     * an error here, not a crash when it is read */
+    void* api;
+    struct iovec local = {&api, sizeof(api)};
+    struct iovec remote = {(void*)(uintptr_t)a, sizeof(api)};
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) < 0 && errno == EFAULT) {
+        PyErr_Format(PyExc_ValueError, "0x%llx is no FutoInAsyncSteps address: not readable memory", a);
         return NULL;
     }
     return (void*)(uintptr_t)a;
