@@ -557,3 +557,8 @@ def test_address_of_unmapped_memory_is_a_value_error():
         is_native(addr)  # crashed the interpreter
     with pytest.raises(ValueError, match="readable"):
         wrap(addr)
+
+
+def test_cstep_never_initialised_is_refused_at_add(virtual_tool):
+    with pytest.raises(TypeError, match="__init__"):
+        AsyncSteps(virtual_tool).add(CStep.__new__(CStep))

@@ -1108,6 +1108,10 @@ static int add_step(StepsObject* self, FutoInAsyncSteps* target, PyObject* func,
     self->went_on = 1;
     if (PyObject_TypeCheck(func, &CStepType)) {
         CStepObject* c = (CStepObject*)func;
+        if (!c->fn) {
+            PyErr_SetString(PyExc_TypeError, "this CStep has no C function: CStep.__init__() was not called");
+            return -1;
+        }
         PyObject* eh = PyObject_GetAttrString(func, "onerror");
         void* ehfn = NULL;
         if (eh && PyObject_TypeCheck(eh, &CStepType)) {
