@@ -827,6 +827,50 @@ static void host_nested_flow_runs_alone(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* host_next_of() takes a flow's strands in queue order out of the middle of
+ * the host queue, a cancel takes a flow's strands out of it, and the queue
+ * keeps its order for host_next() (per-flow links: before, each call
+ * searched the whole queue, a cost growing with other flows' waiting steps) */
+static FutoInAsyncSteps* next_of_expect(FutoInAsyncSteps* root, const char* want)
+{
+    void* data = NULL;
+    FutoInAsyncSteps* s = futoin_tool_host_next_of(root, &data, NULL);
+    assert_non_null(s);
+    assert_string_equal(data, want);
+    return s;
+}
+
+static void host_next_of_takes_from_the_middle(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    FutoInAsyncSteps* roots[3] = {g_fx.root, futoin_steps_new(g_fx.tool), futoin_steps_new(g_fx.tool)};
+    static const char* names[3][2] = {{"p1", "p2"}, {"q1", "q2"}, {"c1", "c2"}};
+    for (int i = 0; i < 3; ++i) {
+        assert_non_null(roots[i]);
+        FutoInAsyncSteps* par = roots[i]->api->parallel(roots[i], NULL, NULL);
+        for (int j = 0; j < 2; ++j) {
+            par->api->add(par, (void*)names[i][j], f_host_marker, NULL);
+        }
+        roots[i]->api->execute(roots[i], NULL, NULL);
+    }
+    futoin_tool_iterate(g_fx.tool, 0);
+    futoin_tool_host_done(next_of_expect(roots[1], "q1"));
+    futoin_tool_host_done(next_of_expect(roots[0], "p1"));
+    roots[2]->api->cancel(roots[2]); /* c1 and c2 leave the queue, wherever they are */
+    assert_int_equal(futoin_tool_host_peek_of(roots[2]), -1);
+    assert_null(futoin_tool_host_next_of(roots[2], NULL, NULL));
+    futoin_tool_host_done(host_next_expect("q2")); /* the branches were queued p1 q1 c1 p2 q2 c2 */
+    assert_null(futoin_tool_host_next_of(roots[1], NULL, NULL));
+    futoin_tool_host_done(next_of_expect(roots[0], "p2"));
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
+    assert_int_equal(futoin_tool_host_peek_of(roots[0]), -1);
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
+    roots[1]->api->free(roots[1]);
+    roots[2]->api->free(roots[2]);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* a nested run of a flow takes the first burst of each parallel branch its
  * steps start, in order, as the reference runs them inside the parallel
  * step; the step after the parallel waits for a later turn */
@@ -1263,6 +1307,7 @@ int main(void)
             T(hooks_rearmed_when_a_cancel_from_outside_stops_a_timer),
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(host_nested_flow_runs_alone),
+            T(host_next_of_takes_from_the_middle),
             T(host_nested_flow_runs_new_branches),
             T(host_new_branches_go_first),
             T(host_new_branches_are_bounded),

@@ -290,6 +290,9 @@ typedef struct fstrand
     FutoInArgs out_args;  /* the last success() values, for the next step */
     FutoInArgs host_args; /* what a step run by the host receives */
     struct fstrand* host_next; /* strands waiting for the host to run their step */
+    struct fstrand* host_prev;
+    struct fstrand* fhost_next; /* the same, of its flow only (futoin_tool_host_next_of) */
+    struct fstrand* fhost_prev;
     uint32_t host_budget; /* burst left when the strand went to the host */
     fbuf code[2];         /* error code, double-buffered; kept across pool reuse */
     fbuf pending_info;    /* info of an error raised from outside */
@@ -329,6 +332,8 @@ typedef struct fflow
     /* not next to depth: both change together, and gcc would merge the two
      * increments into one wide load that stalls on the stores before it */
     uint32_t host_queued; /* its strands in the host queue (futoin_tool_host_next_of) */
+    struct fstrand* hq_head; /* the first and last of them, in queue order */
+    struct fstrand* hq_tail;
     uint32_t flags;
     uint32_t depth; /* user callbacks of this flow on the C stack */
     uint32_t fresh_n; /* branches it started that may not have run yet (a hint: 0 means none) */

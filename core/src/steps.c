@@ -252,30 +252,38 @@ static void branch_release(fstrand* b)
 
 /* A strand torn down while its step waits for the host to take it (a
  * branch whose sibling failed) leaves the host queue: its step never runs. */
-/* take st (after prev, NULL: the head) off the host queue */
-static void host_unlink(FutoInAsyncTool* t, fstrand* prev, fstrand* st)
+/* take st off the host queue (and its flow's) */
+static void host_unlink(FutoInAsyncTool* t, fstrand* st)
 {
-    if (prev) {
-        prev->host_next = st->host_next;
+    if (st->host_prev) {
+        st->host_prev->host_next = st->host_next;
     } else {
         t->host_head = st->host_next;
     }
-    if (t->host_tail == st) {
-        t->host_tail = prev;
+    if (st->host_next) {
+        st->host_next->host_prev = st->host_prev;
+    } else {
+        t->host_tail = st->host_prev;
     }
-    st->host_next = NULL;
+    fflow* fl = st->flow;
+    if (st->fhost_prev) {
+        st->fhost_prev->fhost_next = st->fhost_next;
+    } else {
+        fl->hq_head = st->fhost_next;
+    }
+    if (st->fhost_next) {
+        st->fhost_next->fhost_prev = st->fhost_prev;
+    } else {
+        fl->hq_tail = st->fhost_prev;
+    }
+    st->host_next = st->host_prev = st->fhost_next = st->fhost_prev = NULL;
     st->in_host_q = 0;
-    --st->flow->host_queued;
+    --fl->host_queued;
 }
 
 static void host_unqueue(fstrand* st)
 {
-    FutoInAsyncTool* t = st->flow->tool;
-    fstrand* prev = NULL;
-    for (fstrand* q = t->host_head; q && q != st; q = q->host_next) {
-        prev = q;
-    }
-    host_unlink(t, prev, st);
+    host_unlink(st->flow->tool, st);
     --st->flow->depth; /* as host_done() would have */
     fargs_reset(&st->host_args);
 }
@@ -567,21 +575,42 @@ static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state)
         fargs_zero(&st->out_args);
     }
     st->host_budget = budget;
-    st->host_next = NULL;
     st->in_host_q = 1;
+    fflow* fl = st->flow;
     if (st == t->host_cont && t->host_head) {
-        st->host_next = t->host_head; /* its burst goes on first */
+        /* its burst goes on first: ahead of all, so of its flow's too */
+        st->host_prev = NULL;
+        st->host_next = t->host_head;
+        t->host_head->host_prev = st;
         t->host_head = st;
-    } else if (t->host_tail) {
-        t->host_tail->host_next = st;
+        st->fhost_prev = NULL;
+        st->fhost_next = fl->hq_head;
+        if (fl->hq_head) {
+            fl->hq_head->fhost_prev = st;
+        } else {
+            fl->hq_tail = st;
+        }
+        fl->hq_head = st;
     } else {
-        t->host_head = st;
-    }
-    if (!st->host_next) {
+        st->host_next = NULL;
+        st->host_prev = t->host_tail;
+        if (t->host_tail) {
+            t->host_tail->host_next = st;
+        } else {
+            t->host_head = st;
+        }
         t->host_tail = st;
+        st->fhost_next = NULL;
+        st->fhost_prev = fl->hq_tail;
+        if (fl->hq_tail) {
+            fl->hq_tail->fhost_next = st;
+        } else {
+            fl->hq_head = st;
+        }
+        fl->hq_tail = st;
     }
-    ++st->flow->host_queued;
-    ++st->flow->depth;
+    ++fl->host_queued;
+    ++fl->depth;
 }
 
 /* Runs loop iterations with one reused body frame while they complete
@@ -1148,6 +1177,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->flags = 0;
     fl->depth = 0;
     fl->host_queued = 0;
+    fl->hq_head = fl->hq_tail = NULL;
     fl->fresh_n = 0;
     strand_init(&fl->main, fl, &fl->base);
     ftool_hold(t);
@@ -1384,11 +1414,10 @@ int futoin_tool_host_pending(FutoInAsyncTool* t)
     return t && t->host_head;
 }
 
-/* the host takes st's step (st after prev, NULL: the head) */
-static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* prev, fstrand* st, void** data,
-                                   const FutoInArgs** args)
+/* the host takes st's step */
+static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* st, void** data, const FutoInArgs** args)
 {
-    host_unlink(t, prev, st);
+    host_unlink(t, st);
     ++t->host_active;
     fstep* c = st->top;
     if (data) {
@@ -1403,7 +1432,7 @@ static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* prev, fstrand* s
 FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const FutoInArgs** args)
 {
     fstrand* st = t && !t->dying ? t->host_head : NULL;
-    return st ? host_take(t, NULL, st, data, args) : NULL;
+    return st ? host_take(t, st, data, args) : NULL;
 }
 
 /* the flow of a live root of this engine to run, or NULL (also when its
@@ -1465,13 +1494,8 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
     FutoInAsyncTool* t = fl->tool;
     uint32_t fresh_left = t->burst; /* an endless chain of new branches cannot hold the call */
     do {
-        if (fl->host_queued) {
-            fstrand* prev = NULL;
-            for (fstrand* st = t->host_head; st; prev = st, st = st->host_next) {
-                if (st->flow == fl) {
-                    return host_take(t, prev, st, data, args);
-                }
-            }
+        if (fl->hq_head) {
+            return host_take(t, fl->hq_head, data, args);
         }
     } while (fresh_left-- && run_fresh_branch(fl));
     return NULL;
@@ -1480,15 +1504,10 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
 int futoin_tool_host_peek_of(FutoInAsyncSteps* root)
 {
     fflow* fl = flow_of_root(root);
-    if (!fl || !fl->host_queued) {
+    if (!fl || !fl->hq_head) {
         return -1;
     }
-    for (fstrand* st = fl->tool->host_head; st; st = st->host_next) {
-        if (st->flow == fl) {
-            return futoin_tool_host_kind(&st->top->iface, NULL);
-        }
-    }
-    return -1;
+    return futoin_tool_host_kind(&fl->hq_head->top->iface, NULL);
 }
 
 static void host_done(FutoInAsyncSteps* bsi, int errors_only);
