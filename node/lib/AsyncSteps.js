@@ -1203,7 +1203,7 @@ const cleanup = new FinalizationRegistry((h) => {
 const { WEAK } = reg;
 const HELD = function held() {}; // FNS entry of a callback its root holds
 const abandoned = new FinalizationRegistry((h) => {
-    WEAK[h % SLOT] = undefined;
+    WEAK.delete(h % SLOT);
     N.abandon(h);
 });
 
@@ -1232,7 +1232,7 @@ const sweepIdle = () => {
         root._held = held;
         ROOTS[slot] = undefined;
         --reg.running;
-        WEAK[slot] = new WeakRef(root);
+        WEAK.set(slot, new WeakRef(root));
         abandoned.register(root, h, root);
     }
     reg.sweepAt = Math.max(1024, 2 * reg.running);
@@ -1258,9 +1258,9 @@ const probeArm = () => {
 
 /* C: the weak root in `slot` is used again */
 const onWake = (slot) => {
-    const w = WEAK[slot];
+    const w = WEAK.get(slot);
     const root = w !== undefined ? w.deref() : undefined;
-    WEAK[slot] = undefined;
+    WEAK.delete(slot);
     if (root === undefined) {
         return 0;
     }
@@ -1284,7 +1284,7 @@ const rootOf = (r) => {
         return r;
     }
     const root = ROOTS[r];
-    if (root === undefined && WEAK[r] !== undefined) {
+    if (root === undefined && WEAK.has(r)) {
         onWake(r); // woken without a call on its handles (cannot happen): held again
         return ROOTS[r];
     }

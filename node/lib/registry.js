@@ -30,7 +30,7 @@ const FREE = [];
 const ROOTS = []; // running roots by slot
 // idle running roots by slot (WeakRef), held as weakly as a flow of
 // futoin-asyncsteps: their flows go with them (lib/AsyncSteps.js sweepIdle)
-const WEAK = [];
+const WEAK = new Map(); // roots held weakly, by slot (few and sparse: an array there went to dictionary mode and back)
 const reg = { FNS, FREE, ROOTS, WEAK, SH: null, target: -1 };
 reg.running = 0; // roots in ROOTS
 reg.sweepAt = 1024; // execute() looks for idle flows when more run
