@@ -4,11 +4,25 @@
  * AsyncSteps of any provider's FutoInAsyncSteps*, symbol() finds a C
  * function in a shared library and addC() adds it as a step.
  */
+#define _GNU_SOURCE /* process_vm_readv() */
 #include "addon.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* whether n bytes at p can be read, asked of the kernel: an address of
+ * memory that is not mapped is an answer here, not a crash when read */
+static int mem_readable(const void* p, size_t n)
+{
+    char buf[64];
+    struct iovec local = {buf, n < sizeof(buf) ? n : sizeof(buf)};
+    struct iovec remote = {(void*)(uintptr_t)p, local.iov_len};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) >= 0 || errno != EFAULT;
+}
 
 static int addr_arg(napi_env env, napi_value v, void** out)
 {
@@ -95,7 +109,8 @@ static napi_value n_wrap(napi_env env, napi_callback_info info)
         return js_throw_type(env, "wrap() expects a FutoInAsyncSteps* address (BigInt)");
     }
     FutoInAsyncSteps* bsi = p;
-    if (!bsi->api || !bsi->api->add) {
+    if (!mem_readable(bsi, sizeof(*bsi)) || !bsi->api || !mem_readable(bsi->api, sizeof(*bsi->api))
+        || !bsi->api->add) {
         return js_throw_type(env, "wrap(): not a FutoInAsyncSteps*");
     }
     jroot* r = calloc(1, sizeof(jroot));
@@ -191,7 +206,7 @@ static napi_value n_is_native(napi_env env, napi_callback_info info)
     if (addr_arg(env, argv[0], &p) != 0) {
         return js_throw_type(env, "isNative() expects an address");
     }
-    NAPI_OK(napi_get_boolean(env, p && futoin_steps_is_native(p), &r));
+    NAPI_OK(napi_get_boolean(env, p && mem_readable(p, sizeof(FutoInAsyncSteps)) && futoin_steps_is_native(p), &r));
     return r;
 }
 

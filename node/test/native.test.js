@@ -494,5 +494,10 @@ if (isPolyglot) {
             assert.throws(() => native.wrap(bad), TypeError);
         }
         assert.strictEqual(native.isNative(0), false);
+        // plausible addresses of memory that is not mapped were read: a crash
+        for (const unmapped of [0x10000n, 0x7ff000000000n]) {
+            assert.strictEqual(native.isNative(unmapped), false);
+            assert.throws(() => native.wrap(unmapped), TypeError);
+        }
     });
 }
