@@ -1872,11 +1872,12 @@ const runAlone = (test, more = 0) => {
     }
 };
 
-/* the steps set aside for JS, in a burst (called by C on a loop turn) */
+/* the steps set aside for JS, in a burst (called by C on a loop turn);
+ * -1 when a drain runs already (the steps are its) */
 const drainHost = (test) => {
     const which = test ? 1 : 0;
     if (draining[which]) {
-        return 0;
+        return -1;
     }
     draining[which] = true;
     try {

@@ -45,9 +45,13 @@ exports.cancelImmediate = exports.cancelCall;
 let thrown = null;
 
 exports.nextEvent = function() {
-    N.testNext();
+    const r = N.testNext(); // 1: an event ran, 2: steps for JS to run; throws inside an event of its own
     const reg = require('./registry');
-    reg.drainHost(true);
+    if (reg.drainHost(true) < 0 && r === 2) {
+        // inside a step's callback that an event runs: its steps are that event's
+        throw new Error('InternalError: AsyncToolTest.nextEvent() or run() inside a step an event runs: ' +
+            'the steps after it run once it returns');
+    }
     if (reg.afterEvent.length !== 0) {
         reg.runAfterEvent();
     }

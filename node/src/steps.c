@@ -1670,12 +1670,16 @@ static napi_value n_test_cancel(napi_env env, napi_callback_info info)
 }
 
 /* testNext() -> whether anything ran */
+#define BUSY_TEST_TOOL                                                                                           \
+    "AsyncToolTest.nextEvent() or run() inside an event of its own (a callLater() callback, a cancel handler): " \
+    "the events after it run once it returns"
+
 static napi_value n_test_next(napi_env env, napi_callback_info info)
 {
     GET_ARGS(0);
     napi_value r;
     if (futoin_tool_host_pending(e->test_tool)) {
-        napi_get_boolean(env, true, &r); /* JS runs the steps set aside */
+        napi_create_int32(env, 2, &r); /* JS runs the steps set aside */
         return r;
     }
     int64_t before = futoin_tool_next_delay(e->test_tool);
@@ -1683,7 +1687,12 @@ static napi_value n_test_next(napi_env env, napi_callback_info info)
         jlazy lz;
         lz_enter(e, &lz);
         e->test_fired = 0;
-        futoin_tool_run_one(e->test_tool);
+        if (!futoin_tool_run_one(e->test_tool)) {
+            /* due work that does not run: the tool is inside an event */
+            lz_leave(e, &lz);
+            napi_throw_error(env, NULL, "InternalError: " BUSY_TEST_TOOL);
+            return NULL;
+        }
         if (before > 0 && !e->test_fired && futoin_tool_next_delay(e->test_tool) == 0) {
             /* a step's timeout: its error handling is part of the same
              * event, as in futoin-asyncsteps */
@@ -1691,7 +1700,7 @@ static napi_value n_test_next(napi_env env, napi_callback_info info)
         }
         lz_leave(e, &lz);
     }
-    napi_get_boolean(env, before >= 0, &r);
+    napi_create_int32(env, before >= 0, &r);
     return r;
 }
 

@@ -388,3 +388,38 @@ test('an error() from outside any event under AsyncToolTest runs the handler ins
     assert.deepStrictEqual(trace, ['handled Outside', 'next']);
     assert.strictEqual(AT.hasEvents(), false);
 }));
+
+test('run() or nextEvent() inside an event of its own: the reference runs the events, ours says it cannot (it spun for ever)', () => {
+    const { spawnSync } = require('child_process');
+    const { IMPL, isPolyglot } = require('./helpers');
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const AT = $as.AsyncToolTest;
+        $as.installAsyncToolTest();
+        const log = [];
+        const attempt = (where) => {
+            try {
+                AT.run();
+                log.push(where + ' end');
+            } catch (e) {
+                log.push(where + ' threw ' + /inside an event/.test(e.message));
+            }
+        };
+        AT.callLater(() => { log.push('ev1'); attempt('ev1'); }, 5);
+        AT.callLater(() => log.push('ev2'), 10);
+        AT.run();
+        AT.callLater(() => log.push('ev3'), 20);
+        $as().add((as) => { as.setTimeout(5); as.setCancel(() => attempt('cancel')); }, (as, err) => log.push(err)).execute();
+        AT.run();
+        console.log(JSON.stringify(log));
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20000 });
+    assert.strictEqual(r.signal, null, 'it hung');
+    assert.strictEqual(r.status, 0, r.stderr);
+    const log = JSON.parse(r.stdout);
+    if (isPolyglot) {
+        assert.deepStrictEqual(log, ['ev1', 'ev1 threw true', 'ev2', 'cancel threw true', 'Timeout', 'ev3']);
+    } else {
+        assert.deepStrictEqual(log, ['ev1', 'ev2', 'ev1 end', 'ev3', 'cancel end', 'Timeout']);
+    }
+});
