@@ -396,6 +396,36 @@ if (isPolyglot) {
         ]);
     });
 
+    test('a typed array shrunk or detached after it was passed reaches C as it was passed', T, async () => {
+        // C read the JS memory in place: a crash once it was gone
+        const ab = new ArrayBuffer(1 << 20, { maxByteLength: 1 << 24 });
+        const u = new Uint8Array(ab);
+        u[0] = 9;
+        const ab2 = new ArrayBuffer(1 << 20);
+        const u2 = new Uint8Array(ab2);
+        u2[0] = 7;
+        const seen = [];
+        const got = await runFlow((as) => {
+            as.add((as) => {
+                as.success(u);
+                ab.resize(0);
+            });
+            as.add(native.cstep(lib, 't_describe'));
+            as.add((as, desc, back) => seen.push([desc, back === u, u.length]));
+            as.add((as) => {
+                as.success(u2);
+                structuredClone(ab2, { transfer: [ab2] }); // its memory goes with the clone
+                if (global.gc) {
+                    global.gc();
+                }
+            });
+            as.add(native.cstep(lib, 't_describe'));
+            as.add((as, desc, back) => seen.push([desc, back === u2, u2.length]));
+        });
+        assert.strictEqual(got.err, null);
+        assert.deepStrictEqual(seen, [['26:1048576:9', true, 0], ['26:1048576:7', true, 0]]);
+    });
+
     test('a JS value C keeps and releases on a thread of its own is freed', T, () => {
         // its reference was dropped there without being deleted: the value
         // lived forever (V8 is not for other threads: released on the JS one)
