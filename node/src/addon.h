@@ -232,6 +232,7 @@ struct jsenv
     uint32_t nsyncs, capsyncs, free_sync; /* free_sync: a free id + 1, 0: none */
     hslot* slots;
     uint32_t nslots, capslots, free_slot, free_tail;
+    uint32_t nfree; /* slots on the free list */
     uint32_t maxslots; /* JH_SLOTS; FUTOIN_POLYGLOT_MAX_HANDLES lowers it (tests of a full table) */
     struct jlazy
     {
@@ -283,6 +284,12 @@ static inline void lz_leave(jsenv* e, const jlazy* saved)
 #define JH_SLOT_BITS 21 /* ~1M flows waiting at once (a root and a step handle each) */
 #define JH_SLOTS (1u << JH_SLOT_BITS)
 uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind);
+/* the last JH_RESERVE handles are for error handlers: with the table full,
+ * the steps that fail for it still have their handlers run */
+#define JH_RESERVE 64
+/* a handle for a step (or parallel) that is no error handler: 0 when only
+ * the reserve is left */
+uint32_t jh_alloc_step(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind);
 void jh_free(jsenv* e, uint32_t slot);
 double jh_id(jsenv* e, uint32_t slot);
 hslot* jh_get(jsenv* e, napi_value v, int kinds);

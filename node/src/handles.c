@@ -17,6 +17,7 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
 {
     uint32_t s = e->free_slot;
     if (s && e->nslots >= 64) {
+        --e->nfree;
         e->free_slot = e->slots[s].next_free;
         if (!e->free_slot) {
             e->free_tail = 0;
@@ -62,6 +63,15 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
     return s;
 }
 
+uint32_t jh_alloc_step(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
+{
+    uint32_t max = e->maxslots ? e->maxslots : JH_SLOTS;
+    if (max - e->nslots + e->nfree <= JH_RESERVE) {
+        return 0;
+    }
+    return jh_alloc(e, bsi, root, kind);
+}
+
 void jh_free(jsenv* e, uint32_t s)
 {
     hslot* h = &e->slots[s];
@@ -82,6 +92,7 @@ void jh_free(jsenv* e, uint32_t s)
         e->free_slot = s;
     }
     e->free_tail = s;
+    ++e->nfree;
 }
 
 double jh_id(jsenv* e, uint32_t s)

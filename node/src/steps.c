@@ -277,7 +277,7 @@ int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size
         bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "the JS AsyncSteps object is gone");
         return JS_F_DONE;
     }
-    uint32_t s = jh_alloc(e, bsi, r, HK_STEP);
+    uint32_t s = fn == e->f_error ? jh_alloc(e, bsi, r, HK_STEP) : jh_alloc_step(e, bsi, r, HK_STEP);
     if (!s) {
         bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, "too many active steps");
         return JS_F_DONE;
@@ -872,7 +872,7 @@ static napi_value n_parallel(napi_env env, napi_callback_info info)
     if (!p) {
         return js_throw_error(env, "InternalError", "parallel() was refused");
     }
-    uint32_t s = jh_alloc(e, p, r, HK_PARALLEL);
+    uint32_t s = jh_alloc_step(e, p, r, HK_PARALLEL);
     if (!s) {
         return js_throw_error(env, "InternalError", "too many handles");
     }
@@ -1056,7 +1056,8 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
             return 0;
         }
         f = data;
-        s = jh_alloc(e, bsi, f->root, HK_STEP);
+        s = futoin_tool_host_kind(bsi, NULL) == FUTOIN_HOST_ERROR ? jh_alloc(e, bsi, f->root, HK_STEP)
+                                                                  : jh_alloc_step(e, bsi, f->root, HK_STEP);
         if (s) {
             break;
         }
