@@ -947,9 +947,6 @@ class AsyncSteps {
         if (this._running) {
             return this;
         }
-        if (reg.running >= reg.sweepAt) {
-            sweepIdle();
-        }
         this._es = undefined;
         this._jsErr = null;
         if (this._foreign) {
@@ -1194,7 +1191,7 @@ const cleanup = new FinalizationRegistry((h) => {
 /* ---- idle flows ----
  * A flow waiting for an event that nothing can deliver any more goes with
  * the garbage collector in futoin-asyncsteps. Ours are held by C and by the
- * registries here, so every so many execute() calls the flows that only a
+ * registries here, so after major garbage collections the flows that only a
  * call on their steps can move on (src/steps.c sweep) are held weakly: the
  * root through a WeakRef, the callbacks their flow keeps inside the root
  * (FNS holds HELD for them). Any native call on a handle of such a flow
@@ -1235,13 +1232,17 @@ const sweepIdle = () => {
         WEAK.set(slot, new WeakRef(root));
         abandoned.register(root, h, root);
     }
-    reg.sweepAt = Math.max(1024, 2 * reg.running);
 };
 
-/* after a garbage collection, the flows that became idle since the last
- * sweep (not only every so many execute() calls): a probe object dies with
- * each collection of the young generation */
+/* after a major garbage collection (the one that can take flows that waited
+ * long), the flows that became idle since the last sweep: an old probe
+ * object dies with it. A probe is old once it survived two collections of
+ * the young generation, which a young probe tells. (A sweep after every
+ * young collection held most flows of a burst of waiting ones weakly, and
+ * woke them again: about 4 us a flow.) */
 let probing = false;
+let probeHeld = null; // the old probe while it ages
+let probeAge = 0;
 const probe = new FinalizationRegistry(() => {
     probing = false;
     if (reg.running >= 16) {
@@ -1251,9 +1252,21 @@ const probe = new FinalizationRegistry(() => {
         probeArm();
     }
 });
+const youngProbe = new FinalizationRegistry(() => {
+    if (probeHeld !== null) {
+        if (++probeAge >= 2) {
+            probeHeld = null; // old now: it goes with the next major collection
+        } else {
+            youngProbe.register({}, 0);
+        }
+    }
+});
 const probeArm = () => {
     probing = true;
-    probe.register({}, 0);
+    probeHeld = {};
+    probeAge = 0;
+    probe.register(probeHeld, 0);
+    youngProbe.register({}, 0);
 };
 
 /* C: the weak root in `slot` is used again */

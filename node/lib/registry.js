@@ -33,7 +33,6 @@ const ROOTS = []; // running roots by slot
 const WEAK = new Map(); // roots held weakly, by slot (few and sparse: an array there went to dictionary mode and back)
 const reg = { FNS, FREE, ROOTS, WEAK, SH: null, target: -1 };
 reg.running = 0; // roots in ROOTS
-reg.sweepAt = 1024; // execute() looks for idle flows when more run
 // by sync id (OP_SYNC): whether that sync object is a Throttle
 reg.THROTTLES = [];
 

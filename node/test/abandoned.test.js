@@ -19,11 +19,13 @@ const inChild = (body) => {
         const turn = () => new Promise((resolve) => setImmediate(resolve));
         /* collections and their finalizers, until nothing more goes
          * (alive() derefs: the objects it sees stay until that job ends,
-         * so a turn comes between it and the next collection) */
+         * so a turn comes between it and the next collection); at least
+         * ten: a flow is held weakly after two sweeps, and a sweep comes
+         * with every third major collection (src/AsyncSteps.js probe) */
         const gcAll = async (alive) => {
             let before = -1;
             let same = 0;
-            for (let i = 0; i < 30 && same < 3; ++i) {
+            for (let i = 0; i < 40 && (same < 3 || i < 10); ++i) {
                 global.gc();
                 await turn();
                 const now = alive();
