@@ -562,3 +562,21 @@ def test_address_of_unmapped_memory_is_a_value_error():
 def test_cstep_never_initialised_is_refused_at_add(virtual_tool):
     with pytest.raises(TypeError, match="__init__"):
         AsyncSteps(virtual_tool).add(CStep.__new__(CStep))
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: r.success(1),
+    lambda r: r(),
+    lambda r: r.set_timeout(5),
+    lambda r: r.set_cancel(noop),
+    lambda r: r.wait_external(),
+    lambda r: r.break_loop(),
+    lambda r: r.continue_loop(),
+], ids=["success", "call", "set_timeout", "set_cancel", "wait_external", "break_loop", "continue_loop"])
+def test_step_calls_on_a_root_raise(virtual_tool, call):
+    # they printed "futoin: InternalError: ... (ignored)" and returned None
+    r = AsyncSteps(virtual_tool)
+    with pytest.raises(RuntimeError, match="not a root"):
+        call(r)
+    r.add(lambda as_: as_.success("fine"))
+    assert r.run() == "fine"

@@ -1046,6 +1046,20 @@ static int check_usable(StepsObject* self)
     return 0;
 }
 
+/* usable, and the interface of a step: success(), setTimeout() & co. on a
+ * root of ours only printed a misuse line */
+static int check_step(StepsObject* self, const char* what)
+{
+    if (check_usable(self)) {
+        return -1;
+    }
+    if (self->owns) {
+        PyErr_Format(PyExc_RuntimeError, "%s is for the interface of a step (as_ in its callback), not a root", what);
+        return -1;
+    }
+    return 0;
+}
+
 /* a callback: callable, but no AsyncSteps (calling one is its success()) */
 static int step_callable(PyObject* o)
 {
@@ -1241,7 +1255,7 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
 
 static PyObject* Steps_success(StepsObject* self, PyObject* const* args, Py_ssize_t n)
 {
-    if (check_usable(self)) {
+    if (check_step(self, "success()")) {
         return NULL;
     }
     FutoInArgs a;
@@ -1332,7 +1346,7 @@ static PyObject* loop_control(StepsObject* self, PyObject* args, PyObject* kw, c
         return NULL;
     }
     const char* label_c = label == Py_None ? "" : c_text(label, "the loop label");
-    if (!label_c) {
+    if (!label_c || check_step(self, code[4] == 'B' ? "break_loop()" : "continue_loop()")) {
         return NULL;
     }
     PyObject* c = PyUnicode_FromString(code);
@@ -1374,6 +1388,9 @@ static PyObject* Steps_set_timeout(StepsObject* self, PyObject* arg)
         PyErr_SetString(PyExc_ValueError, "timeout too large");
         return NULL;
     }
+    if (check_step(self, "set_timeout()")) {
+        return NULL;
+    }
     self->bsi->api->setTimeout(self->bsi, (uint32_t)ms);
     Py_RETURN_NONE;
 }
@@ -1385,6 +1402,9 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
     }
     if (!step_callable(func)) {
         PyErr_SetString(PyExc_TypeError, "cancel handler must be callable");
+        return NULL;
+    }
+    if (check_step(self, "set_cancel()")) {
         return NULL;
     }
     pyfrag* f = pyfrag_new(self, self->bsi, func, NULL, self->tool);
@@ -1399,7 +1419,7 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
 static PyObject* Steps_wait_external(StepsObject* self, PyObject* unused)
 {
     (void)unused;
-    if (check_usable(self)) {
+    if (check_step(self, "wait_external()")) {
         return NULL;
     }
     self->went_on = 1;
