@@ -827,6 +827,58 @@ static void host_nested_flow_runs_alone(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* the args hook sees (and may change) the values a C step is about to get,
+ * and is not called for a step that gets none */
+static const FutoInType k_hook_i64 = {FTN_TYPE_INT64, NULL};
+
+static void hook_doubles(void* ctx, FutoInArgs* args)
+{
+    ++*(int*)ctx;
+    if (args->arg0.type == &k_hook_i64) {
+        args->arg0.i64 *= 2;
+    }
+}
+
+static void gives_21(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInArgs out = {0};
+    out.arg0.type = &k_hook_i64;
+    out.arg0.i64 = 21;
+    bsi->api->success(bsi, &out);
+}
+
+static void traces_i64(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)data;
+    trace("got %lld", (long long)args->arg0.i64);
+}
+
+static void args_hook_sees_values_of_c_steps(void** state)
+{
+    (void)state;
+    int calls = 0;
+    futoin_tool_set_args_hook(g_fx.tool, hook_doubles, &calls);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, gives_21, NULL);
+    r->api->add(r, NULL, traces_i64, NULL);
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("got 42");
+    assert_int_equal(calls, 1); /* the first step got no values */
+    futoin_tool_set_args_hook(g_fx.tool, NULL, NULL);
+    trace_reset();
+    r->api->add(r, NULL, gives_21, NULL);
+    r->api->add(r, NULL, traces_i64, NULL);
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("got 21");
+    assert_int_equal(calls, 1);
+    futoin_tool_set_args_hook(NULL, NULL, NULL); /* harmless */
+}
+
 /* host_next_of() takes a flow's strands in queue order out of the middle of
  * the host queue, a cancel takes a flow's strands out of it, and the queue
  * keeps its order for host_next() (per-flow links: before, each call
@@ -1308,6 +1360,7 @@ int main(void)
             T(hooks_not_rearmed_per_step_while_the_deadline_holds),
             T(host_nested_flow_runs_alone),
             T(host_next_of_takes_from_the_middle),
+            T(args_hook_sees_values_of_c_steps),
             T(host_nested_flow_runs_new_branches),
             T(host_new_branches_go_first),
             T(host_new_branches_are_bounded),

@@ -109,6 +109,8 @@ struct FutoInAsyncTool_
     FutoInArgs in_args; /* what the running step callback received */
     /* steps whose callback the host runs itself (futoin_tool_set_host_exec) */
     FutoInAsyncSteps_execute_callback host_exec;
+    void (*args_hook)(void* ctx, FutoInArgs* args); /* futoin_tool_set_args_hook() */
+    void* args_hook_ctx;
     void (*host_cleanup)(void* data); /* data of host_add() steps */
     /* loop and repeat bodies the host runs itself (futoin_tool_set_host_loops) */
     void (*host_loop)(FutoInAsyncSteps* bsi, void* data);

@@ -869,6 +869,9 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                         if (has_args) {
                             *in = st->out_args;
                             fargs_zero(&st->out_args);
+                            if (t->args_hook) {
+                                t->args_hook(t->args_hook_ctx, in);
+                            }
                         }
                         c->state = FS_EXEC;
                         c->fn.exec(&c->iface, c->data, in);
@@ -1242,6 +1245,14 @@ void futoin_tool_set_host_cleanup(FutoInAsyncTool* t, void (*cleanup)(void* data
 {
     if (t) {
         t->host_cleanup = cleanup;
+    }
+}
+
+void futoin_tool_set_args_hook(FutoInAsyncTool* t, void (*hook)(void* ctx, FutoInArgs* args), void* ctx)
+{
+    if (t) {
+        t->args_hook = hook;
+        t->args_hook_ctx = ctx;
     }
 }
 

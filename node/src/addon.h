@@ -308,6 +308,8 @@ napi_status jh_new_id(jsenv* e, uint32_t slot, napi_value* out);
 
 /* JS values <-> binary values (values.c) */
 void jv_init(jsenv* e);
+/* futoin_tool_set_args_hook(): typed arrays for a C step as they are now */
+void jv_args_hook(void* ctx, FutoInArgs* args);
 int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out);
 napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v);
 /* the number of values a step receives, and them in argv[0..3]; a pack of

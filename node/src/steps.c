@@ -1759,6 +1759,8 @@ napi_status js_steps_register(napi_env env, napi_value exports)
 {
     futoin_tool_set_host_exec(tl_env->tool, tr_host_step);
     futoin_tool_set_host_exec(tl_env->test_tool, tr_host_step);
+    futoin_tool_set_args_hook(tl_env->tool, jv_args_hook, tl_env);
+    futoin_tool_set_args_hook(tl_env->test_tool, jv_args_hook, tl_env);
     futoin_tool_set_host_cleanup(tl_env->tool, frag_cleanup);
     futoin_tool_set_host_cleanup(tl_env->test_tool, frag_cleanup);
     /* a flow runs its steps as one burst, as futoin-asyncsteps runs them */

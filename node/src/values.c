@@ -14,7 +14,6 @@
 #include "addon.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,28 +65,10 @@ static void cleanup_ref(FutoInBinaryValue* v)
     release_ref(((const jvtype*)v->type)->e, v->custom_data);
 }
 
-/* A typed array passed to C: C reads a copy made when it was passed (the JS
- * memory may be shrunk or detached before a C step reads it); JS receivers
- * get the typed array itself. */
-typedef struct jtyped
-{
-    napi_ref ref;
-    max_align_t data[]; /* the elements */
-} jtyped;
-
-static void cleanup_typed(FutoInBinaryValue* v)
-{
-    jtyped* t = v->custom_data;
-    if (t) {
-        release_ref(((const jvtype*)v->type)->e, t->ref);
-    }
-    free(t);
-}
-
 /* one of our types that hold a JS value: its JV_* kind, else -1 */
 static int jv_kind(const FutoInType* t)
 {
-    return t && (t->cleanup == cleanup_ref || t->cleanup == cleanup_typed) ? ((const jvtype*)t)->kind : -1;
+    return t && t->cleanup == cleanup_ref ? ((const jvtype*)t)->kind : -1;
 }
 
 void jv_init(jsenv* e)
@@ -110,7 +91,7 @@ void jv_init(jsenv* e)
             [JV_U64] = FTN_TYPE_UINT64 | FTN_TYPE_ARRAY,
     };
     for (int k = 0; k < JV_NTYPES; ++k) {
-        const FutoInType t = {flags[k], k >= JV_BYTES ? cleanup_typed : cleanup_ref}; /* const members: copied in */
+        const FutoInType t = {flags[k], cleanup_ref}; /* const members: copied in */
         memcpy(&e->vt[k].t, &t, sizeof(t));
         e->vt[k].e = e;
         e->vt[k].kind = k;
@@ -171,21 +152,6 @@ static int typed_kind(napi_typedarray_type tt)
     case napi_bigint64_array: return JV_I64;
     case napi_biguint64_array: return JV_U64;
     default: return -1;
-    }
-}
-
-static size_t elem_size(napi_typedarray_type tt)
-{
-    switch (tt) {
-    case napi_int16_array:
-    case napi_uint16_array: return 2;
-    case napi_int32_array:
-    case napi_uint32_array:
-    case napi_float32_array: return 4;
-    case napi_float64_array:
-    case napi_bigint64_array:
-    case napi_biguint64_array: return 8;
-    default: return 1;
     }
 }
 
@@ -297,18 +263,10 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
                 k = typed_kind(tt);
             }
             if (k >= 0) {
-                size_t bytes = len * elem_size(tt);
-                jtyped* c = malloc(sizeof(jtyped) + bytes);
-                if (!c || napi_create_reference(env, v, 1, &c->ref) != napi_ok) {
-                    free(c);
+                if (set_ref(env, v, k, out) != 0) {
                     return -1;
                 }
-                if (bytes) {
-                    memcpy(c->data, data, bytes);
-                }
-                out->type = &tl_env->vt[k].t;
-                out->custom_data = c;
-                out->p = c->data;
+                out->p = data;
                 out->length = (uint32_t)len;
                 return 0;
             }
@@ -326,9 +284,45 @@ int jv_to_value(napi_env env, napi_value v, FutoInBinaryValue* out)
 static napi_value ref_value(napi_env env, const FutoInBinaryValue* v)
 {
     napi_value r = NULL;
-    napi_ref ref = v->type->cleanup == cleanup_typed ? ((jtyped*)v->custom_data)->ref : (napi_ref)v->custom_data;
-    napi_get_reference_value(env, ref, &r);
+    napi_get_reference_value(env, (napi_ref)v->custom_data, &r);
     return r;
+}
+
+/* a typed array's elements for C as they are now: shrunk or detached since it
+ * was passed, C would have read memory that is gone */
+static void typed_refresh(napi_env env, FutoInBinaryValue* v)
+{
+    napi_value ta = ref_value(env, v);
+    napi_typedarray_type tt;
+    size_t len = 0;
+    void* data = NULL;
+    if (!ta || napi_get_typedarray_info(env, ta, &tt, &len, &data, NULL, NULL) != napi_ok || !data
+            || len > UINT32_MAX) {
+        len = 0;
+        data = NULL;
+    }
+    v->p = data;
+    v->length = (uint32_t)len;
+}
+
+/* the engine is about to call a C step with these values (loop thread) */
+void jv_args_hook(void* ctx, FutoInArgs* args)
+{
+    jsenv* e = ctx;
+    FutoInBinaryValue* vs[4] = {&args->arg0, &args->arg1, &args->arg2, &args->arg3};
+    napi_handle_scope hs = NULL;
+    for (int i = 0; i < 4; ++i) {
+        if (jv_kind(vs[i]->type) < JV_BYTES || ((const jvtype*)vs[i]->type)->e != e || e->gone) {
+            continue; /* not a typed array of this instance */
+        }
+        if (!hs && napi_open_handle_scope(e->env, &hs) != napi_ok) {
+            return;
+        }
+        typed_refresh(e->env, vs[i]);
+    }
+    if (hs) {
+        napi_close_handle_scope(e->env, hs);
+    }
 }
 
 static napi_value typed_copy(napi_env env, napi_typedarray_type tt, size_t esize, const FutoInBinaryValue* v)

@@ -193,6 +193,12 @@ FUTOIN_API void futoin_steps_set_cancelled(FutoInAsyncSteps* root,
  * host that sets this must take every such step after each call that runs
  * flows (execute_burst, iterate, run_one, host_done). */
 FUTOIN_API void futoin_tool_set_host_exec(FutoInAsyncTool* tool, FutoInAsyncSteps_execute_callback f);
+/* Called on the loop thread just before a step the engine calls itself (a
+ * C step) gets values: a host whose values point into memory it manages (a
+ * JS typed array that may shrink or be detached meanwhile) makes them
+ * current there. NULL clears it. */
+FUTOIN_API void futoin_tool_set_args_hook(FutoInAsyncTool* tool, void (*hook)(void* ctx, FutoInArgs* args),
+                                          void* ctx);
 FUTOIN_API int futoin_tool_host_pending(FutoInAsyncTool* tool);
 FUTOIN_API FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* tool, void** data, const FutoInArgs** args);
 FUTOIN_API void futoin_tool_host_done(FutoInAsyncSteps* bsi);
