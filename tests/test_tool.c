@@ -827,6 +827,33 @@ static void host_nested_flow_runs_alone(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* in_event(): inside an event of the tool (nothing runs nested), not after a
+ * run_one() that only took in a post from another thread */
+static void note_in_event(void* data)
+{
+    *(int*)data = futoin_tool_in_event(g_fx.tool);
+}
+
+static void nothing_posted(void* data)
+{
+    (void)data;
+}
+
+static void in_event_tells_an_event_on_the_stack(void** state)
+{
+    (void)state;
+    int inside = -1;
+    assert_int_equal(futoin_tool_in_event(g_fx.tool), 0);
+    g_fx.root->api->sched_immediate(g_fx.root, &inside, note_in_event);
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_int_equal(inside, 1);
+    assert_int_equal(futoin_tool_in_event(g_fx.tool), 0);
+    assert_int_equal(futoin_tool_post(g_fx.tool, nothing_posted, NULL), 0);
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 0); /* took the post in, ran no event */
+    assert_int_equal(futoin_tool_in_event(g_fx.tool), 0);
+    assert_int_equal(futoin_tool_in_event(NULL), 0);
+}
+
 /* the args hook sees (and may change) the values a C step is about to get,
  * and is not called for a step that gets none */
 static const FutoInType k_hook_i64 = {FTN_TYPE_INT64, NULL};
@@ -1361,6 +1388,7 @@ int main(void)
             T(host_nested_flow_runs_alone),
             T(host_next_of_takes_from_the_middle),
             T(args_hook_sees_values_of_c_steps),
+            T(in_event_tells_an_event_on_the_stack),
             T(host_nested_flow_runs_new_branches),
             T(host_new_branches_go_first),
             T(host_new_branches_are_bounded),

@@ -548,6 +548,11 @@ static inline void task_run(FutoInAsyncTool* t, ftask* task)
     }
 }
 
+int futoin_tool_in_event(const FutoInAsyncTool* t)
+{
+    return t && t->running;
+}
+
 int futoin_tool_run_one(FutoInAsyncTool* t)
 {
     if (!t || t->running || t->dying) {

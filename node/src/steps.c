@@ -1688,8 +1688,9 @@ static napi_value n_test_next(napi_env env, napi_callback_info info)
         jlazy lz;
         lz_enter(e, &lz);
         e->test_fired = 0;
-        if (!futoin_tool_run_one(e->test_tool)) {
-            /* due work that does not run: the tool is inside an event */
+        if (!futoin_tool_run_one(e->test_tool) && futoin_tool_in_event(e->test_tool)) {
+            /* nothing runs nested in an event (0 otherwise: it only took in
+             * a post of another thread that scheduled nothing) */
             lz_leave(e, &lz);
             napi_throw_error(env, NULL, "InternalError: " BUSY_TEST_TOOL);
             return NULL;

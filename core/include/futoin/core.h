@@ -132,6 +132,9 @@ FUTOIN_API int futoin_tool_has_ready(FutoInAsyncTool* tool);
  * it). Returns 1 when something ran. For test schedulers stepping through
  * events one by one. */
 FUTOIN_API int futoin_tool_run_one(FutoInAsyncTool* tool);
+/* 1 inside one of the tool's events (run(), iterate() or run_one() is on the
+ * stack): they run nothing nested then; 0 otherwise. */
+FUTOIN_API int futoin_tool_in_event(const FutoInAsyncTool* tool);
 /* Same meaning as iterate's return, without running anything. */
 FUTOIN_API int64_t futoin_tool_next_delay(FutoInAsyncTool* tool);
 /* Make the calling thread the loop thread. */
