@@ -81,31 +81,6 @@ class _AsyncioDriver:
         self._timer = None
         self._fd = self.tool.set_hooks(self._arm)
         loop.add_reader(self._fd, self._on_wakeup)
-        self._ended = False
-        # an async generator of the loop: asyncio.run() (any
-        # loop.shutdown_asyncgens()) closes it while the loop still runs,
-        # after it cancelled the tasks left; the flows left go there too
-        self._closer = self._until_loop_ends()
-        try:
-            self._closer.asend(None).send(None)  # its first step registers it with the loop
-        except StopIteration:
-            pass
-
-    async def _until_loop_ends(self):
-        try:
-            yield
-        finally:
-            self._loop_ends()
-
-    def _loop_ends(self) -> None:
-        """its loop ends: flows of this tool still waiting are cancelled
-        (their cancel handlers run), as asyncio.run() cancels its tasks"""
-        if self._ended:
-            return
-        self._ended = True
-        for root in list(_running.values()):
-            if root._tool is self.tool and root.is_same_thread():
-                root.cancel()
 
     def _arm(self, delay: int) -> None:
         if self.loop.is_closed():
@@ -135,14 +110,6 @@ class _AsyncioDriver:
             if handle is not None:
                 handle.cancel()
         self._soon = self._timer = None
-        if not self._ended:
-            # closed without shutdown_asyncgens(): its generator goes now, not
-            # through the closed loop (the caller cancels the flows left)
-            self._ended = True
-            try:
-                self._closer.aclose().send(None)
-            except (StopIteration, RuntimeError):
-                pass
         try:
             self.loop.remove_reader(self._fd)
         except Exception:  # the loop is closed already
