@@ -665,3 +665,33 @@ def test_await_future_of_another_loop_fails_the_flow(arun):
         assert arun(main()) == "ValueError"
     finally:
         other.close()
+
+
+def test_flows_left_waiting_by_asyncio_run_in_threads_that_ended_go(arun):
+    # a thread pool's asyncio.run() leaving a flow waiting kept it, its
+    # closures and its tool for good: that thread never started a loop again
+    import threading
+
+    import futoin_polyglot
+
+    cancelled = []
+    keys = []
+
+    async def leave_one_waiting():
+        root = AsyncSteps()
+        root.add(lambda as_: as_.set_cancel(lambda as_: cancelled.append(True)))
+        root.execute()
+        keys.append(id(root))
+
+    threads = [threading.Thread(target=asyncio.run, args=(leave_one_waiting(),)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    async def next_loop():
+        return await AsyncSteps().add(lambda as_: as_.success("next loop"))
+
+    assert arun(next_loop()) == "next loop"
+    assert cancelled == [True] * 8
+    assert not set(keys) & set(futoin_polyglot._running)

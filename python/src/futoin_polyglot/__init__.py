@@ -76,6 +76,7 @@ class _AsyncioDriver:
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
+        self.thread = threading.current_thread()  # the loop's
         self.tool = Tool()
         self._soon = None
         self._timer = None
@@ -120,6 +121,9 @@ class _AsyncioDriver:
 _last_driver = None  # the most recently used one: most programs have one loop
 
 
+_closed_drivers: "list[_AsyncioDriver]" = []  # of closed loops, with flows left that wait for their thread
+
+
 def _drop_closed_drivers() -> None:
     """drivers of loops closed since (each asyncio.run() is a new loop)"""
     global _last_driver
@@ -127,13 +131,25 @@ def _drop_closed_drivers() -> None:
         if loop.is_closed():
             del _drivers[loop]
             driver.close()
-            # its flows still waiting go as asyncio.run() cancels its tasks:
-            # their cancel handlers run, their roots are let go
-            for key, root in list(_running.items()):
-                if root._tool is driver.tool and root.is_same_thread():
-                    root.cancel()
+            _closed_drivers.append(driver)
             if _last_driver is driver:
                 _last_driver = None
+    # their flows still waiting go as asyncio.run() cancels its tasks: their
+    # cancel handlers run, their roots are let go; on the loop's thread, or
+    # here once that thread ended (a thread pool's asyncio.run(): it never
+    # starts a loop again)
+    me = threading.current_thread()
+    kept = []
+    for driver in _closed_drivers:
+        roots = [root for root in _running.values() if root._tool is driver.tool]
+        if roots and driver.thread is not me:
+            if driver.thread.is_alive():
+                kept.append(driver)
+                continue
+            driver.tool.bind_thread()  # nobody else runs it any more
+        for root in roots:
+            root.cancel()
+    _closed_drivers[:] = kept
 
 
 def _driver_for(loop: asyncio.AbstractEventLoop) -> _AsyncioDriver:
