@@ -18,10 +18,11 @@
  * memory that is not mapped is an answer here, not a crash when read */
 static int mem_readable(const void* p, size_t n)
 {
-    char buf[64];
+    char buf[1024];
     struct iovec local = {buf, n < sizeof(buf) ? n : sizeof(buf)};
     struct iovec remote = {(void*)(uintptr_t)p, local.iov_len};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) >= 0 || errno != EFAULT;
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    return got == (ssize_t)local.iov_len || (got < 0 && errno != EFAULT); /* 1 too when it cannot tell */
 }
 
 static int addr_arg(napi_env env, napi_value v, void** out)

@@ -580,3 +580,15 @@ def test_step_calls_on_a_root_raise(virtual_tool, call):
         call(r)
     r.add(lambda as_: as_.success("fine"))
     assert r.run() == "fine"
+
+
+def test_wrap_of_readable_memory_that_is_no_steps_is_a_value_error():
+    import ctypes
+
+    with pytest.raises(ValueError):
+        wrap(id([1, 2, 3]))  # its first word is a reference count: crashed on the "api" it read there
+    table = ctypes.create_string_buffer(512)  # an API table of NULLs
+    fake = (ctypes.c_void_p * 4)(ctypes.addressof(table))
+    with pytest.raises(ValueError):
+        wrap(ctypes.addressof(fake))
+    assert is_native(ctypes.addressof(fake)) is False

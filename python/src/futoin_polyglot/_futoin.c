@@ -3063,6 +3063,21 @@ static PyTypeObject ToolType = {
 /* An address user code hands us, checked as far as that can be done
  * without reading it: the first 64 KiB are never mapped, a FutoInAsyncSteps
  * is pointer-aligned, user space ends at 2^47 (x86-64). */
+/* whether n bytes at p can be read, asked of the kernel (1 when it cannot
+ * tell): an address of memory that is not mapped is an error here, not a
+ * crash when it is read */
+static int mem_readable(const void* p, size_t n)
+{
+    char buf[1024];
+    if (n > sizeof(buf)) {
+        n = sizeof(buf);
+    }
+    struct iovec local = {buf, n};
+    struct iovec remote = {(void*)(uintptr_t)p, n};
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    return got == (ssize_t)n || (got < 0 && errno != EFAULT);
+}
+
 static void* steps_address(PyObject* addr)
 {
     if (!PyLong_Check(addr)) {
@@ -3088,10 +3103,7 @@ static void* steps_address(PyObject* addr)
     }
     /* the api pointer read through the kernel: memory that is not mapped is
      * an error here, not a crash when it is read */
-    void* api;
-    struct iovec local = {&api, sizeof(api)};
-    struct iovec remote = {(void*)(uintptr_t)a, sizeof(api)};
-    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) < 0 && errno == EFAULT) {
+    if (!mem_readable((void*)(uintptr_t)a, sizeof(FutoInAsyncSteps))) {
         PyErr_Format(PyExc_ValueError, "0x%llx is no FutoInAsyncSteps address: not readable memory", a);
         return NULL;
     }
@@ -3126,6 +3138,12 @@ static PyObject* mod_wrap(PyObject* m, PyObject* args)
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "wrap() needs a non-NULL FutoInAsyncSteps*");
         }
+        return NULL;
+    }
+    const FutoInAsyncSteps* bsi = p;
+    if (!futoin_steps_is_native(p)
+            && (!bsi->api || !mem_readable(bsi->api, sizeof(*bsi->api)) || !bsi->api->add)) {
+        PyErr_SetString(PyExc_ValueError, "wrap(): not a FutoInAsyncSteps* (no API table with add() there)");
         return NULL;
     }
     if (tool == Py_None && futoin_steps_is_native(p)) {
