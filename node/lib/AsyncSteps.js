@@ -1287,6 +1287,9 @@ const onWake = (slot) => {
     }
     ROOTS[slot] = root;
     ++reg.running;
+    if (!probing) {
+        probeArm(); // the sweep that held it weakly may have left none armed
+    }
     return 0;
 };
 

@@ -447,3 +447,29 @@ def test_isync_frozen_or_without_dict(virtual_tool):
     assert sync_address(Frozen("x")) != 0
     with pytest.raises(TypeError, match="attribute"):
         sync_address(Slots())  # nowhere to keep an adapter that C may use for as long as it lives
+
+
+def test_isync_adapter_attribute_dropped_while_locked(virtual_tool):
+    import gc
+
+    calls = []
+
+    class Waits(ISync):
+        def lock(self, as_):
+            calls.append("lock")
+            self.waiting = as_
+            as_.wait_external()
+
+        def unlock(self, as_):
+            calls.append("unlock")
+
+    obj = Waits()
+    root = AsyncSteps(virtual_tool)
+    root.sync(obj, lambda as_: as_.success("in"))
+    root.execute()
+    virtual_tool.iterate()
+    del obj.__dict__["_futoin_isync_adapter"]  # the FutoInSync C holds went with it
+    gc.collect()
+    obj.waiting.success()
+    virtual_tool.run()
+    assert calls == ["lock", "unlock"]

@@ -98,6 +98,9 @@ static const char* c_text(PyObject* o, const char* what)
 {
     Py_ssize_t n;
     const char* s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (!s && !PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+        return NULL; /* out of memory */
+    }
     if (!s || (size_t)n != strlen(s)) {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError, "%s cannot be passed to C: it holds a %s", what,
@@ -1579,7 +1582,7 @@ static const char k_isync_attr[] = "_futoin_isync_adapter";
 /* obj's adapter, if what obj holds under k_isync_attr is one made for obj
  * itself: a copy of the object (copy.copy() copies __dict__) holds its
  * original's, which must not serve it (the original may be gone) */
-static FutoInSync* isync_adapter_kept(PyObject* obj)
+static FutoInSync* isync_adapter_kept(PyObject* obj, PyObject** hold)
 {
     PyObject* cap = PyObject_GetAttrString(obj, k_isync_attr);
     FutoInSync* s = NULL;
@@ -1587,16 +1590,21 @@ static FutoInSync* isync_adapter_kept(PyObject* obj)
         pysync* p = PyCapsule_GetPointer(cap, "futoin.sync");
         s = p->obj == obj ? &p->base : NULL;
     }
-    Py_XDECREF(cap);
+    if (s && hold) {
+        *hold = cap; /* the step holds it too: the attribute may go meanwhile */
+    } else {
+        Py_XDECREF(cap);
+    }
     PyErr_Clear();
     return s;
 }
 
 /* The FutoInSync* of a sync object: our primitives carry `_sync` (a capsule
- * of the core); an ISync gets an adapter once, kept by the object. An
- * object that cannot keep one (no __dict__) gets one per call: *hold is
- * then the capsule, for the caller to keep as long as C may use it (NULL
- * hold: an error, for sync_address(), which hands out a lasting pointer). */
+ * of the core); an ISync gets an adapter once, kept by the object. *hold
+ * (when given) gets the adapter's capsule, for the caller to keep as long
+ * as C may use it. An object that cannot keep one (no __dict__) gets one
+ * per call (with NULL hold an error, for sync_address(), which hands out a
+ * lasting pointer). */
 static FutoInSync* sync_of(PyObject* obj, PyObject** hold)
 {
     PyObject* core = PyObject_GetAttrString(obj, "_sync");
@@ -1610,7 +1618,7 @@ static FutoInSync* sync_of(PyObject* obj, PyObject** hold)
     }
     Py_XDECREF(core); /* any other `_sync` is the object's own */
     PyErr_Clear();
-    FutoInSync* kept = isync_adapter_kept(obj);
+    FutoInSync* kept = isync_adapter_kept(obj, hold);
     if (kept) {
         return kept;
     }
@@ -1635,7 +1643,11 @@ static FutoInSync* sync_of(PyObject* obj, PyObject** hold)
     int stored = name ? PyObject_GenericSetAttr(obj, name, cap) : -1;
     Py_XDECREF(name);
     if (stored == 0) {
-        Py_DECREF(cap);
+        if (hold) {
+            *hold = cap;
+        } else {
+            Py_DECREF(cap);
+        }
         return &s->base;
     }
     if (!hold || !name || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
@@ -1676,8 +1688,8 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
         return NULL;
     }
     pyfrag_hold(self, self->bsi, f);
-    /* the step also keeps the sync object alive (and its adapter made for
-     * this call, if it could not keep one) */
+    /* the step also keeps the sync object alive, and an ISync's adapter
+     * (its attribute may go meanwhile) */
     PyObject* held = adapter;
     if (adapter) {
         held = PyTuple_Pack(2, obj, adapter);
