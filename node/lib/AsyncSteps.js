@@ -826,10 +826,12 @@ class AsyncSteps {
         this._syncLast = undefined;
         this._waitH = undefined; // the step that waits last (error() on the running root)
         this._held = undefined; // idle: the callbacks its flow keeps (sweepIdle)
+        this._cancelling = false; // inside cancel(): its handlers may add steps
+        this._rerun = false; // execute() called meanwhile
     }
 
     _checkIdle() {
-        if (this._running && !isProduction) {
+        if (this._running && !isProduction && !this._cancelling) {
             reg.drainFin();
             if (this._running) {
                 this.error('InternalError', 'Top level add in execution');
@@ -931,20 +933,32 @@ class AsyncSteps {
     }
 
     cancel() {
+        this._ops = [];
+        this._slow = false;
         if (this._h !== undefined) {
             if (CUR_ROOT === this) {
                 CANCELLED_H = CUR; // inside a step of this flow: that step ends now
             }
-            N.cancel(this._h);
+            // its cancel handlers may add steps and execute() it again, as
+            // in futoin-asyncsteps: that run starts once the flow is gone
+            this._cancelling = true;
+            try {
+                N.cancel(this._h);
+            } finally {
+                this._cancelling = false;
+            }
+            if (this._rerun) {
+                this._rerun = false;
+                this.execute();
+            }
         }
-        this._ops = [];
-        this._slow = false;
         return this;
     }
 
     execute() {
         reg.drainFin();
         if (this._running) {
+            this._rerun = this._cancelling; // from its cancel handlers: once cancel() ended the flow
             return this;
         }
         this._es = undefined;

@@ -423,6 +423,30 @@ test('cancel() of a waiting root step, then the root is usable again', T, async 
     assert.deepStrictEqual(trace, ['cancel', 'second run']);
 });
 
+test('a cancel handler of a root step runs the root again (it threw "Top level add in execution")', T, async () => {
+    const trace = [];
+    const root = $as();
+    const done = deferred();
+    root.add((as) => {
+        trace.push('step');
+        as.setCancel((as) => {
+            trace.push('cancel');
+            root.add((as) => {
+                trace.push('again');
+                done.resolve();
+            });
+            root.execute();
+        });
+    });
+    root.add((as) => trace.push('not run'));
+    root.execute();
+    root.cancel();
+    await done.promise;
+    // the reference also runs the step left from the cancelled run ('not run')
+    assert.deepStrictEqual(trace.filter((t) => t !== 'not run'), ['step', 'cancel', 'again']);
+    assert.strictEqual(trace[trace.length - 1], 'again');
+});
+
 test('promise() resolves with the first result of the last step', T, async () => {
     const res = await $as()
         .add((as) => as.success(1))
