@@ -56,6 +56,22 @@ typedef struct ftimer
     struct ftimer* next_free;
 } ftimer;
 
+/* The host queue of strands whose step waits for the host, kept twice:
+ * the tool's (in order) and its flow's own (the same order, so the host
+ * takes a flow's next step at once). */
+struct fstrand;
+typedef struct fhq_link
+{
+    struct fstrand* next;
+    struct fstrand* prev;
+} fhq_link;
+
+typedef struct fhq
+{
+    struct fstrand* head;
+    struct fstrand* tail;
+} fhq;
+
 /* A message posted from another thread. */
 typedef struct fpost
 {
@@ -116,8 +132,7 @@ struct FutoInAsyncTool_
     void (*host_loop)(FutoInAsyncSteps* bsi, void* data);
     void (*host_repeat)(FutoInAsyncSteps* bsi, void* data, size_t i);
     FutoInAsyncSteps_error_callback host_eh;
-    struct fstrand* host_head;
-    struct fstrand* host_tail;
+    fhq host_q;
     uint32_t host_active; /* host steps taken and not done: inside callbacks */
     int host_bursts;      /* futoin_tool_set_host_bursts() */
     struct fstrand* host_cont; /* the strand host_done() goes on with */
@@ -291,10 +306,8 @@ typedef struct fstrand
     uint8_t in_host_q;    /* on the host queue: its step waits for the host to take it */
     FutoInArgs out_args;  /* the last success() values, for the next step */
     FutoInArgs host_args; /* what a step run by the host receives */
-    struct fstrand* host_next; /* strands waiting for the host to run their step */
-    struct fstrand* host_prev;
-    struct fstrand* fhost_next; /* the same, of its flow only (futoin_tool_host_next_of) */
-    struct fstrand* fhost_prev;
+    fhq_link host_link; /* on its tool's host_q */
+    fhq_link flow_link; /* on its flow's host_q */
     uint32_t host_budget; /* burst left when the strand went to the host */
     fbuf code[2];         /* error code, double-buffered; kept across pool reuse */
     fbuf pending_info;    /* info of an error raised from outside */
@@ -334,8 +347,7 @@ typedef struct fflow
     /* not next to depth: both change together, and gcc would merge the two
      * increments into one wide load that stalls on the stores before it */
     uint32_t host_queued; /* its strands in the host queue (futoin_tool_host_next_of) */
-    struct fstrand* hq_head; /* the first and last of them, in queue order */
-    struct fstrand* hq_tail;
+    fhq host_q;           /* the same strands, in queue order */
     uint32_t flags;
     uint32_t depth; /* user callbacks of this flow on the C stack */
     uint32_t fresh_n; /* branches it started that may not have run yet (a hint: 0 means none) */

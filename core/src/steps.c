@@ -252,33 +252,52 @@ static void branch_release(fstrand* b)
 
 /* A strand torn down while its step waits for the host to take it (a
  * branch whose sibling failed) leaves the host queue: its step never runs. */
+/* the link of a host queue in strand st (`off`: host_link or flow_link) */
+static inline fhq_link* fhq_at(fstrand* st, size_t off)
+{
+    return (fhq_link*)((char*)st + off);
+}
+
+static inline void fhq_remove(fhq* q, fstrand* st, size_t off)
+{
+    fhq_link* l = fhq_at(st, off);
+    if (l->prev) {
+        fhq_at(l->prev, off)->next = l->next;
+    } else {
+        q->head = l->next;
+    }
+    if (l->next) {
+        fhq_at(l->next, off)->prev = l->prev;
+    } else {
+        q->tail = l->prev;
+    }
+    l->next = l->prev = NULL;
+}
+
+static inline void fhq_push(fhq* q, fstrand* st, size_t off, int front)
+{
+    fhq_link* l = fhq_at(st, off);
+    l->prev = front ? NULL : q->tail;
+    l->next = front ? q->head : NULL;
+    if (l->prev) {
+        fhq_at(l->prev, off)->next = st;
+    } else {
+        q->head = st;
+    }
+    if (l->next) {
+        fhq_at(l->next, off)->prev = st;
+    } else {
+        q->tail = st;
+    }
+}
+
 /* take st off the host queue (and its flow's) */
 static void host_unlink(FutoInAsyncTool* t, fstrand* st)
 {
-    if (st->host_prev) {
-        st->host_prev->host_next = st->host_next;
-    } else {
-        t->host_head = st->host_next;
-    }
-    if (st->host_next) {
-        st->host_next->host_prev = st->host_prev;
-    } else {
-        t->host_tail = st->host_prev;
-    }
-    fflow* fl = st->flow;
-    if (st->fhost_prev) {
-        st->fhost_prev->fhost_next = st->fhost_next;
-    } else {
-        fl->hq_head = st->fhost_next;
-    }
-    if (st->fhost_next) {
-        st->fhost_next->fhost_prev = st->fhost_prev;
-    } else {
-        fl->hq_tail = st->fhost_prev;
-    }
-    st->host_next = st->host_prev = st->fhost_next = st->fhost_prev = NULL;
+    fhq_remove(&t->host_q, st, offsetof(fstrand, host_link));
+    fhq_remove(&st->flow->host_q, st, offsetof(fstrand, flow_link));
     st->in_host_q = 0;
-    --fl->host_queued;
+    --st->flow->host_queued;
 }
 
 static void host_unqueue(fstrand* st)
@@ -577,38 +596,9 @@ static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state)
     st->host_budget = budget;
     st->in_host_q = 1;
     fflow* fl = st->flow;
-    if (st == t->host_cont && t->host_head) {
-        /* its burst goes on first: ahead of all, so of its flow's too */
-        st->host_prev = NULL;
-        st->host_next = t->host_head;
-        t->host_head->host_prev = st;
-        t->host_head = st;
-        st->fhost_prev = NULL;
-        st->fhost_next = fl->hq_head;
-        if (fl->hq_head) {
-            fl->hq_head->fhost_prev = st;
-        } else {
-            fl->hq_tail = st;
-        }
-        fl->hq_head = st;
-    } else {
-        st->host_next = NULL;
-        st->host_prev = t->host_tail;
-        if (t->host_tail) {
-            t->host_tail->host_next = st;
-        } else {
-            t->host_head = st;
-        }
-        t->host_tail = st;
-        st->fhost_next = NULL;
-        st->fhost_prev = fl->hq_tail;
-        if (fl->hq_tail) {
-            fl->hq_tail->fhost_next = st;
-        } else {
-            fl->hq_head = st;
-        }
-        fl->hq_tail = st;
-    }
+    int front = st == t->host_cont && t->host_q.head; /* its burst goes on first */
+    fhq_push(&t->host_q, st, offsetof(fstrand, host_link), front);
+    fhq_push(&fl->host_q, st, offsetof(fstrand, flow_link), front);
     ++fl->host_queued;
     ++fl->depth;
 }
@@ -1180,7 +1170,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->flags = 0;
     fl->depth = 0;
     fl->host_queued = 0;
-    fl->hq_head = fl->hq_tail = NULL;
+    fl->host_q.head = fl->host_q.tail = NULL;
     fl->fresh_n = 0;
     strand_init(&fl->main, fl, &fl->base);
     ftool_hold(t);
@@ -1422,7 +1412,7 @@ int futoin_tool_host_kind(FutoInAsyncSteps* bsi, size_t* iter)
 
 int futoin_tool_host_pending(FutoInAsyncTool* t)
 {
-    return t && t->host_head;
+    return t && t->host_q.head;
 }
 
 /* the host takes st's step */
@@ -1442,7 +1432,7 @@ static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* st, void** data,
 
 FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const FutoInArgs** args)
 {
-    fstrand* st = t && !t->dying ? t->host_head : NULL;
+    fstrand* st = t && !t->dying ? t->host_q.head : NULL;
     return st ? host_take(t, st, data, args) : NULL;
 }
 
@@ -1505,8 +1495,8 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
     FutoInAsyncTool* t = fl->tool;
     uint32_t fresh_left = t->burst; /* an endless chain of new branches cannot hold the call */
     do {
-        if (fl->hq_head) {
-            return host_take(t, fl->hq_head, data, args);
+        if (fl->host_q.head) {
+            return host_take(t, fl->host_q.head, data, args);
         }
     } while (fresh_left-- && run_fresh_branch(fl));
     return NULL;
@@ -1515,10 +1505,10 @@ FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, 
 int futoin_tool_host_peek_of(FutoInAsyncSteps* root)
 {
     fflow* fl = flow_of_root(root);
-    if (!fl || !fl->hq_head) {
+    if (!fl || !fl->host_q.head) {
         return -1;
     }
-    return futoin_tool_host_kind(&fl->hq_head->top->iface, NULL);
+    return futoin_tool_host_kind(&fl->host_q.head->top->iface, NULL);
 }
 
 static void host_done(FutoInAsyncSteps* bsi, int errors_only);
@@ -1579,7 +1569,7 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
          * anything else, as the reference runs them inside the parallel
          * step: one at a time, each until it leaves a step to the host */
         uint32_t fresh_left = t->burst; /* an endless chain of them cannot hold the call */
-        while (fresh_left-- && fl->base.gen == gen && fl->fresh_n && !(t->host_head && t->host_head->flow == fl)
+        while (fresh_left-- && fl->base.gen == gen && fl->fresh_n && !(t->host_q.head && t->host_q.head->flow == fl)
                 && run_fresh_branch(fl)) {
         }
         ftool_rearm(t);
