@@ -80,6 +80,10 @@ const AFTER_SUCCESS = 'handle_error() after success()'; // the misuse's error_in
  * the same sequence is out of bounds (parallel branches are sequences of
  * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
+    if ((asp._f & F_OUT) !== 0) {
+        // a cancel handler's: its step is off the stack there
+        throw stateError(asp._root.state, 'InternalError', 'Invalid call (sanity check)', true);
+    }
     checkActiveAs(asp);
     if (CUR_ROOT === asp._root && CUR_ROOT !== null) {
         if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && N.rootId(asp._h) === N.rootId(CUR)) {
@@ -575,6 +579,9 @@ class AsyncStepProtector {
 
     setTimeout(timeout_ms) {
         sanity(this);
+        if ((this._f & F_OUT) !== 0) {
+            throw new Error(STALE); // production mode: a cancel handler's
+        }
         timeout_ms = msOf(timeout_ms);
         if (this._h === CUR) {
             // applied now, not when the callback returns: the deadline
@@ -592,7 +599,7 @@ class AsyncStepProtector {
         if (typeof oncancel !== 'function') {
             throw new TypeError('setCancel() expects a function');
         }
-        if (this._h !== CUR ? !isLiveAs(this) : this._h === CANCELLED_H) {
+        if ((this._f & F_OUT) !== 0 || (this._h !== CUR ? !isLiveAs(this) : this._h === CANCELLED_H)) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         }
         const k = register(oncancel, undefined);
@@ -610,7 +617,7 @@ class AsyncStepProtector {
             if (this._h !== CANCELLED_H) {
                 queue(CUR, OP_WAIT, 0, 0);
             }
-        } else if (!isLiveAs(this)) {
+        } else if ((this._f & F_OUT) !== 0 || !isLiveAs(this)) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         } else {
             N.waitExternal(this._h);

@@ -433,6 +433,54 @@ test('success() or error() inside a cancel handler throws', T, () => onTestTool(
     assert.ok(seen.every((m) => /InternalError/.test(m)), seen.join());
 }));
 
+test('a call on a step interface inside its cancel handler throws InternalError, as the sanity check', T, async () => {
+    const seen = [];
+    const infos = [];
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w.message);
+    process.on('warning', onWarning);
+    const r = $as();
+    r.add((as) => {
+        as.setCancel((as) => {
+            const calls = {
+                success: () => as.success(),
+                error: () => as.error('InCancel'),
+                add: () => as.add((as) => {}),
+                setTimeout: () => as.setTimeout(10),
+                loop: () => as.loop((as) => {}),
+                repeat: () => as.repeat(1, (as) => {}),
+                forEach: () => as.forEach([1], (as) => {}),
+                successStep: () => as.successStep(),
+                await: () => as.await(Promise.resolve(1)),
+                copyFrom: () => as.copyFrom($as()),
+                break: () => as.break(),
+                continue: () => as.continue(),
+            };
+            for (const name of Object.keys(calls)) {
+                r.state.error_info = undefined;
+                try {
+                    calls[name]();
+                    seen.push(`${name}: accepted`);
+                } catch (e) {
+                    seen.push(`${name}: ${e.message}`);
+                }
+                infos.push(r.state.error_info);
+            }
+            // harmless there, as in futoin-asyncsteps
+            as.setCancel((as) => {});
+            as.waitExternal();
+        });
+    });
+    r.execute();
+    r.cancel();
+    await new Promise((resolve) => setImmediate(resolve)); // warnings come on a later tick
+    process.removeListener('warning', onWarning);
+    assert.deepStrictEqual(seen, ['success', 'error', 'add', 'setTimeout', 'loop', 'repeat', 'forEach',
+        'successStep', 'await', 'copyFrom', 'break', 'continue'].map((n) => `${n}: InternalError`));
+    assert.ok(infos.every((i) => i === 'Invalid call (sanity check)'), infos.join());
+    assert.deepStrictEqual(warnings, []);
+});
+
 test('error() with an error_info whose conversion throws still fails the step', T, async () => {
     const odd = Object.create(null);
     const r = await runFlow((as) => as.error('Odd', odd));
