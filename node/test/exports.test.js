@@ -115,6 +115,27 @@ test('sub-paths load and are the objects the module exports', () => {
     assert.strictEqual(sub('/lib/AsyncToolTest'), $as.AsyncToolTest);
 });
 
+test('the es5/ sub-paths of futoin-asyncsteps load too, and run flows', T, async () => {
+    for (const [p, counterpart] of [
+        ['/es5/AsyncSteps', $as.AsyncSteps], ['/es5/Errors', $as.Errors], ['/es5/ISync', $as.ISync],
+        ['/es5/Limiter', $as.Limiter], ['/es5/Mutex', $as.Mutex], ['/es5/Throttle', $as.Throttle],
+        ['/es5/testcase', $as.testcase], ['/es5/lib/main', $as], ['/es5/lib/main-full', $as],
+        ['/es5/lib/AsyncTool', $as.AsyncTool], ['/es5/lib/AsyncToolTest', $as.AsyncToolTest],
+        ['/es5/lib/AsyncStepProtector', sub('/lib/AsyncStepProtector')],
+        ['/es5/lib/ParallelStep', sub('/lib/ParallelStep')],
+    ]) {
+        const m = sub(p);
+        assert.strictEqual(typeof m, typeof counterpart, p);
+        // es5/lib/main there lacks what lib/main-full adds
+        assert.deepStrictEqual(Object.keys(m).filter((k) => !(k in counterpart)), [], p);
+    }
+    const es5 = sub('/es5/lib/main-full');
+    const got = await new Promise((resolve) => {
+        es5().sync(new (sub('/es5/Mutex'))(), (as) => as.success(42)).add((as, v) => resolve(v)).execute();
+    });
+    assert.strictEqual(got, 42);
+});
+
 test('lib/AsyncStepProtector and lib/ParallelStep are the classes of step interfaces and parallels', T,
     async () => {
         const AsyncStepProtector = sub('/lib/AsyncStepProtector');
