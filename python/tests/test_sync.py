@@ -398,6 +398,24 @@ def test_isync_copy_is_an_isync_of_its_own(virtual_tool):
     assert calls == ["a", "b", "b"]
 
 
+def test_a_used_isync_deep_copies_and_pickles_and_the_copy_works(virtual_tool):
+    import copy
+    import pickle
+
+    calls = []
+    a = NamedSync("a", calls)
+    AsyncSteps(virtual_tool).sync(a, lambda as_: as_.success()).run()
+    b = copy.deepcopy(a)  # failed: cannot pickle 'PyCapsule' object
+    b.calls = calls
+    b.name = "b"
+    c = pickle.loads(pickle.dumps(a))
+    c.calls = calls
+    c.name = "c"
+    for obj in (b, c, a):
+        AsyncSteps(virtual_tool).sync(obj, lambda as_: as_.success()).run()
+    assert calls == ["a", "b", "c", "a"]
+
+
 def test_isync_attributes_of_its_own_named_sync_are_left_alone(virtual_tool):
     import datetime
     import threading

@@ -1569,11 +1569,34 @@ static void pysync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 
 static const FutoInSyncAPI k_pysync_api = {{{pysync_lock, pysync_unlock}}};
 
-static void pysync_capsule_free(PyObject* cap)
+/* the adapter an ISync keeps (in its __dict__): a copy, deep copy or
+ * pickle of the object gets the int 0 in its place (a capsule refused to be
+ * copied), and the copy gets an adapter of its own when a flow uses it */
+typedef struct
 {
-    pysync* s = PyCapsule_GetPointer(cap, "futoin.sync");
-    PyMem_Free(s);
+    PyObject_HEAD
+    pysync s;
+} SyncAdapterObject;
+
+static PyObject* SyncAdapter_reduce(PyObject* self, PyObject* unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("(O())", (PyObject*)&PyLong_Type);
 }
+
+static PyMethodDef SyncAdapter_methods[] = {
+        {"__reduce__", SyncAdapter_reduce, METH_NOARGS, NULL},
+        {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SyncAdapterType = {
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "futoin_polyglot._futoin.SyncAdapter",
+        .tp_basicsize = sizeof(SyncAdapterObject),
+        .tp_flags = Py_TPFLAGS_DEFAULT,
+        .tp_methods = SyncAdapter_methods,
+        .tp_doc = "the FutoInSync adapter of an ISync object",
+};
 
 /* where an ISync keeps its adapter: a name of ours (the object's own
  * attributes are its business), written past any __setattr__ of its class */
@@ -1586,8 +1609,8 @@ static FutoInSync* isync_adapter_kept(PyObject* obj, PyObject** hold)
 {
     PyObject* cap = PyObject_GetAttrString(obj, k_isync_attr);
     FutoInSync* s = NULL;
-    if (cap && PyCapsule_IsValid(cap, "futoin.sync")) {
-        pysync* p = PyCapsule_GetPointer(cap, "futoin.sync");
+    if (cap && Py_IS_TYPE(cap, &SyncAdapterType)) {
+        pysync* p = &((SyncAdapterObject*)cap)->s;
         s = p->obj == obj ? &p->base : NULL;
     }
     if (s && hold) {
@@ -1601,7 +1624,7 @@ static FutoInSync* isync_adapter_kept(PyObject* obj, PyObject** hold)
 
 /* The FutoInSync* of a sync object: our primitives carry `_sync` (a capsule
  * of the core); an ISync gets an adapter once, kept by the object. *hold
- * (when given) gets the adapter's capsule, for the caller to keep as long
+ * (when given) gets the adapter, for the caller to keep as long
  * as C may use it. An object that cannot keep one (no __dict__) gets one
  * per call (with NULL hold an error, for sync_address(), which hands out a
  * lasting pointer). */
@@ -1627,18 +1650,13 @@ static FutoInSync* sync_of(PyObject* obj, PyObject** hold)
                      Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    pysync* s = PyMem_Calloc(1, sizeof(pysync));
-    if (!s) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    *(const FutoInSyncAPI**)&s->base.api = &k_pysync_api;
-    s->obj = obj; /* borrowed: whoever holds the capsule holds obj too */
-    PyObject* cap = PyCapsule_New(s, "futoin.sync", pysync_capsule_free);
+    PyObject* cap = (PyObject*)PyObject_New(SyncAdapterObject, &SyncAdapterType);
     if (!cap) {
-        PyMem_Free(s);
         return NULL;
     }
+    pysync* s = &((SyncAdapterObject*)cap)->s;
+    *(const FutoInSyncAPI**)&s->base.api = &k_pysync_api;
+    s->obj = obj; /* borrowed: whoever holds the adapter holds obj too */
     PyObject* name = PyUnicode_InternFromString(k_isync_attr);
     int stored = name ? PyObject_GenericSetAttr(obj, name, cap) : -1;
     Py_XDECREF(name);
@@ -3401,7 +3419,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_futoin", "C core of
 PyMODINIT_FUNC PyInit__futoin(void)
 {
     if (PyType_Ready(&StepsType) < 0 || PyType_Ready(&ToolType) < 0 || PyType_Ready(&CStepType) < 0
-            || PyType_Ready(&HandleType) < 0) {
+            || PyType_Ready(&HandleType) < 0 || PyType_Ready(&SyncAdapterType) < 0) {
         return NULL;
     }
     PyObject* m = PyModule_Create(&moddef);
