@@ -675,8 +675,11 @@ class AsyncStepProtector {
         label = labelKey(label);
         checkActiveAs(this);
         const e = new Error(code);
-        // a loop that takes it leaves no exception behind, as in futoin-asyncsteps
-        this._root.state.last_exception = null;
+        // a loop that takes it leaves no exception behind, nor error_info,
+        // as in futoin-asyncsteps
+        const state = this._root.state;
+        state.last_exception = null;
+        state.error_info = undefined;
         if (this._h === CUR) {
             deferRaise(this._root, e, kind, label, undefined);
         } else {
@@ -1468,7 +1471,8 @@ const runIters = (root, as, h, fn, mode, i, room, touch) => {
         ITER_K = ++k;
         --left;
         as = stepStarts(root, h, fn, mode);
-        if (invoke(root, as, fn, n, i + k) !== 0) {
+        // a loop() body gets no value (`i` is what its step got, any type)
+        if (invoke(root, as, fn, n, n !== 0 ? i + k : undefined) !== 0) {
             as = null; // onThrow told C of the iterations
             break;
         }

@@ -439,3 +439,39 @@ test('repeat() takes a BigInt, a boolean, null and the empty string as `i >= cou
     }
     assert.deepStrictEqual(counts, [10, 1, 0, 0, 2]);
 });
+
+test('loop() in a step whose first value is a BigInt runs (it threw "Cannot mix BigInt", and the flow stalled)', T, async () => {
+    const seen = [];
+    await $as()
+        .add((as) => as.success(10n))
+        .add((as, v) => {
+            let n = 0;
+            as.loop((as) => {
+                seen.push(n);
+                if (n++ >= 2) {
+                    as.break();
+                }
+            });
+        })
+        .add((as) => seen.push('done'))
+        .promise();
+    assert.deepStrictEqual(seen, [0, 1, 2, 'done']);
+});
+
+test('break() and continue() leave error_info unset, as error() without info does', T, async () => {
+    for (const ctl of ['break', 'continue']) {
+        let info = 'not seen';
+        const r = $as();
+        r.add((as) => as.error('E1', 'stale info'), (as, err) => as.success());
+        r.repeat(2, (as, i) => {
+            if (i === 0) {
+                as[ctl]();
+            }
+        });
+        r.add((as) => {
+            info = as.state.error_info;
+        });
+        await r.promise();
+        assert.strictEqual(info, undefined, ctl);
+    }
+});
