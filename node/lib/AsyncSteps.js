@@ -508,6 +508,7 @@ class AsyncStepProtector {
         this._g = GENS[h & SLOT_MASK];
         this._f = 0;
         this._next = null;
+        this._ck = -1; // the FNS index of its cancel handler
     }
 
     /* the flow's state while the step runs or waits, null once it ended
@@ -566,6 +567,11 @@ class AsyncStepProtector {
         this._f |= F_DONE;
         doneWaiting(this._root, this._h);
         successN(this._h, args, this._h === CUR);
+        if (this._ck >= 0 && this._h !== CUR) {
+            // completed from outside: a cancel() before its flow goes on
+            // has nothing of it to cancel, as in futoin-asyncsteps
+            FNS[this._ck] = CANCEL_DONE;
+        }
     }
 
     error(name, error_info) {
@@ -603,6 +609,7 @@ class AsyncStepProtector {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         }
         const k = register(oncancel, undefined);
+        this._ck = k;
         if (this._h === CUR) {
             queue(CUR, OP_CANCEL, k, 0);
         } else {
@@ -1812,9 +1819,14 @@ const onError = (r, h, k, code, info) => {
     return invoke(root, as, fn, 1, code) !== 0 ? F_DONE : as._f;
 };
 
+const CANCEL_DONE = () => {}; // FNS entry of a cancel handler whose step completed from outside
+
 const onCancel = (r, h, k) => {
     const root = rootOf(r); // first: a weak root's callbacks come back with it
     const fn = FNS[k];
+    if (fn === CANCEL_DONE) {
+        return 0;
+    }
     const as = new AsyncStepProtector(root, h);
     as._f = F_OUT;
     try {

@@ -377,6 +377,29 @@ test('setCancel() keeps a step waiting for an external success()', T, async () =
     assert.strictEqual(cancelled, false);
 });
 
+test('cancel() after an outside success() does not run the cancel handler of that step', T, async () => {
+    const seen = [];
+    let done;
+    const cancelled = new Promise((resolve) => {
+        done = resolve;
+    });
+    const r = $as();
+    r.add((as) => {
+        as.setCancel(() => seen.push('cancel handler'));
+        setImmediate(() => {
+            as.success();
+            seen.push('success called');
+            r.cancel();
+            seen.push('cancelled');
+            setImmediate(done); // the turn the flow would have gone on in
+        });
+    });
+    r.add((as) => seen.push('next step'));
+    r.execute();
+    await cancelled;
+    assert.deepStrictEqual(seen, ['success called', 'cancelled']);
+});
+
 test('cancel() calls the cancel handlers, innermost first, and ends the flow', T, async () => {
     const trace = [];
     let inner = null;
