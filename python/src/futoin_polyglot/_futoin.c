@@ -1569,9 +1569,10 @@ static void pysync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 
 static const FutoInSyncAPI k_pysync_api = {{{pysync_lock, pysync_unlock}}};
 
-/* the adapter an ISync keeps (in its __dict__): a copy, deep copy or
- * pickle of the object gets the int 0 in its place (a capsule refused to be
- * copied), and the copy gets an adapter of its own when a flow uses it */
+/* the adapter an ISync keeps (in its __dict__): a deep copy or pickle of
+ * the object gets the int 0 in its place (a capsule refused both), a shallow
+ * copy shares it and isync_adapter_kept() refuses it there; either copy
+ * gets an adapter of its own when a flow uses it */
 typedef struct
 {
     PyObject_HEAD
