@@ -379,10 +379,7 @@ test('setCancel() keeps a step waiting for an external success()', T, async () =
 
 test('cancel() after an outside success() does not run the cancel handler of that step', T, async () => {
     const seen = [];
-    let done;
-    const cancelled = new Promise((resolve) => {
-        done = resolve;
-    });
+    const cancelled = deferred();
     const r = $as();
     r.add((as) => {
         as.setCancel(() => seen.push('cancel handler'));
@@ -391,12 +388,12 @@ test('cancel() after an outside success() does not run the cancel handler of tha
             seen.push('success called');
             r.cancel();
             seen.push('cancelled');
-            setImmediate(done); // the turn the flow would have gone on in
+            setImmediate(cancelled.resolve); // the turn the flow would have gone on in
         });
     });
     r.add((as) => seen.push('next step'));
     r.execute();
-    await cancelled;
+    await cancelled.promise;
     assert.deepStrictEqual(seen, ['success called', 'cancelled']);
 });
 
