@@ -84,6 +84,7 @@ const buildLib = () => {
     const r = spawnSync(process.env.CC || 'cc', ['-std=c11', '-shared', '-fPIC', '-I', abi, '-o', lib, src, '-lpthread'],
         { encoding: 'utf8' });
     assert.strictEqual(r.status, 0, r.stderr);
+    test.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     return lib;
 };
 

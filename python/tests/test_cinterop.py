@@ -5,6 +5,7 @@ A missing C compiler FAILS these tests (CI has ``cc``): they never skip."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import shutil
@@ -215,6 +216,7 @@ def clib():
     include = os.path.join(os.path.dirname(futoin_polyglot.__file__), "include")
     assert os.path.isfile(os.path.join(include, "futoin", "binarysteps.h")), include
     build = tempfile.mkdtemp(prefix="futoin_cinterop_")
+    atexit.register(shutil.rmtree, build, True)  # the loaded library may go: Linux keeps its mapping
     src = os.path.join(build, "csteps.c")
     so = os.path.join(build, "libcsteps.so")
     with open(src, "w") as f:
