@@ -1133,6 +1133,29 @@ static void sync_stats_show_who_is_inside_and_who_waits(void** state)
     assert_int_equal(futoin_sync_stats(&foreign.iface, NULL), -1);
 }
 
+/* fail_waiting(): a flow waiting to enter fails there, its handler runs
+ * now, and it leaves the queue: the place it waited for goes to the next */
+static void fail_waiting_fails_a_flow_queued_at_a_mutex(void** state)
+{
+    (void)state;
+    FutoInSync* m = futoin_mutex_new(g_fx.tool, 1, FUTOIN_UNLIMITED);
+    flows_init(m, 50);
+    flow_start(&g_flows[0]);
+    flow_start(&g_flows[1]);
+    flow_start(&g_flows[2]);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_stats(m, 1, 2, 0, 0);
+    assert_int_equal(futoin_steps_fail_waiting(g_flows[1].root, "Ext", "queued"), 1);
+    assert_int_equal(futoin_steps_fail_waiting(g_flows[1].root, "Ext", "twice"), 0); /* failing already */
+    run_all();
+    assert_trace("A+0|B:Ext:queued|A-50|C+50|C-100");
+    assert_stats(m, 0, 0, 0, 0);
+    assert_int_equal(futoin_steps_fail_waiting(g_flows[1].root, "Ext", "done"), 0); /* idle */
+    assert_int_equal(futoin_steps_fail_waiting(NULL, "Ext", NULL), 0);
+    flows_free();
+    futoin_sync_free(m);
+}
+
 /* ---- stderr of a run, for what the engine reports there ---- */
 
 /* the flow's step: a timeout of 20 ms, then the section under f->sync */
@@ -1287,6 +1310,7 @@ int main(void)
             T(throttle_timer_pending_while_a_period_counts),
             T(throttle_try_enter_counts_like_lock),
             T(sync_stats_show_who_is_inside_and_who_waits),
+            T(fail_waiting_fails_a_flow_queued_at_a_mutex),
             T(lock_not_granted_to_waiters_failing_in_the_same_tick),
             T(limiter_options_and_concurrency),
             T(limiter_rate),

@@ -1657,6 +1657,21 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
     return ran;
 }
 
+int futoin_steps_fail_waiting(FutoInAsyncSteps* root, const char* code, const char* info)
+{
+    fflow* fl = flow_of_root(root);
+    if (!fl || !(fl->flags & FL_RUNNING) || !ftool_is_loop_thread(fl->tool)) {
+        return 0;
+    }
+    fstep* s = fl->main.top;
+    if (!s || s == &fl->base || (s->state != FS_WAIT && s->state != FS_PAR) || (s->flags & F_SUCCESS) ||
+        fl->main.err_pending) {
+        return 0;
+    }
+    feng_external_error(s, code ? code : FUTOIN_ERR_INTERNAL_ERROR, info);
+    return 1;
+}
+
 /* inside_host_step: the host may be running a step it took (no engine
  * frame is on the stack then) */
 static int execute_burst(FutoInAsyncSteps* root, int inside_host_step)

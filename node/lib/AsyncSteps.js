@@ -262,6 +262,22 @@ const raise = (root, h, name, error_info) => {
     throw e;
 };
 
+/* error from outside on the step the running root's flow waits at that JS
+ * does not know (a C step, a sync object's queue): whether raised */
+const failWaiting = (root, code, error_info) => {
+    if (root._foreign || root._h === undefined) {
+        return false;
+    }
+    const info = infoArg(error_info);
+    if (!N.failWaiting(root._h, code, info)) {
+        return false;
+    }
+    root._jsErr = code;
+    root._jsInfo = info;
+    keepAsyncStack(root);
+    return true;
+};
+
 /* root's step that waits for an event (taken: it waits no more), else undefined */
 const takeWaiting = (root) => {
     const h = root._waitH;
@@ -933,6 +949,8 @@ class AsyncSteps {
             // as futoin-asyncsteps: the queued steps are dropped
             this._ops = [];
             this._slow = false;
+        } else if (CUR_ROOT !== this && failWaiting(this, name, error_info)) {
+            errorsNow(this);
         }
         throw e;
     }
@@ -1129,12 +1147,18 @@ class AsyncSteps {
     }
 
     _handle_error(name) {
-        const h = this._waiting();
+        const h = takeWaiting(this);
         if (h !== undefined) {
             try {
                 raise(this, h, name, undefined); // its handlers run now
             } catch (e) {
                 // raise() throws as error() does; this does not
+            }
+        } else if (this._running && CUR_ROOT !== this) {
+            if (failWaiting(this, name, undefined)) {
+                errorsNow(this);
+            } else {
+                this.cancel(); // as _waiting()
             }
         }
     }

@@ -1307,6 +1307,29 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* failWaiting(h, code, info) -> whether raised: error() on the running
+ * root h fails its flow at the step it waits at, wherever that step is (a
+ * C step, a sync object's queue), as futoin-asyncsteps' root error() */
+static napi_value n_fail_waiting(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(3);
+    hslot* h = handle_or_throw(env, e, argv[0], 1 << HK_ROOT);
+    if (!h) {
+        return NULL;
+    }
+    char* code = js_strdup(env, argv[1]);
+    char* inf = js_strdup(env, argv[2]);
+    const int raised = futoin_steps_fail_waiting(h->bsi, code ? code : "", inf);
+    if (raised) {
+        jerr_set(h->root, code, inf); /* JS sets _jsErr and _jsInfo to them */
+    }
+    free(code);
+    free(inf);
+    napi_value out;
+    NAPI_OK(napi_get_boolean(env, raised != 0, &out));
+    return out;
+}
+
 /* awaited(h, value) -> whether its flow ran: success(value) of the step h
  * that waits for a promise, then its flow goes on now, alone, as flowNow()
  * (false: not one of our running roots, or not its main sequence) */
@@ -1790,6 +1813,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"parallel", n_parallel},
             {"success", n_success},
             {"error", n_error},
+            {"failWaiting", n_fail_waiting},
             {"setTimeout", n_set_timeout},
             {"setCancel", n_set_cancel},
             {"sweep", n_sweep},

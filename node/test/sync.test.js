@@ -453,3 +453,50 @@ test('fractional limits count as `n < max` does: a queue of 1.5 takes two', T, (
     assert.deepStrictEqual(seen, ['in 0']);
     assert.strictEqual(m._queue.length, 2); // the fourth was rejected
 }));
+
+test('error() on a root whose flow waits to enter a sync object fails that flow there', T, () => onTestTool((AT) => {
+    for (const make of [() => new Mutex(), () => new Throttle(1, 1000)]) {
+        const sync = make();
+        const holder = $as();
+        holder.sync(sync, (as) => as.waitExternal()).execute();
+        const trace = [];
+        const root = $as();
+        root.add((as) => {
+            as.sync(sync, (as) => trace.push('entered'));
+            as.add((as) => trace.push('after sync'));
+        }, (as, err) => {
+            trace.push(`handled ${err} ${as.state.error_info}`);
+        });
+        root.add((as) => trace.push('next'));
+        root.execute(); // its first burst runs now: it waits to enter
+        assert.deepStrictEqual(trace, []);
+        assert.throws(() => root.error('MyError', 'from outside'), /MyError/);
+        assert.deepStrictEqual(trace, ['handled MyError from outside']);
+        holder.cancel();
+        AT.run(); // it left the queue: the free place is not its any more
+        assert.deepStrictEqual(trace, ['handled MyError from outside']);
+        if (sync instanceof Mutex) {
+            // (futoin-asyncsteps' Throttle keeps the failed one queued)
+            const other = $as();
+            other.sync(sync, (as) => trace.push('other entered'));
+            other.execute();
+            AT.run();
+            assert.deepStrictEqual(trace.slice(1), ['other entered']);
+        }
+    }
+}));
+
+test('_handle_error() on a root waiting to enter a Mutex fails its flow there', T, () => onTestTool((AT) => {
+    const m = new Mutex();
+    const holder = $as();
+    holder.sync(m, (as) => as.waitExternal()).execute();
+    const trace = [];
+    const root = $as();
+    root.add((as) => as.sync(m, (as) => trace.push('entered')), (as, err) => trace.push(`handled ${err}`));
+    root.execute();
+    root._handle_error('MyError'); // futoin-executor's way to fail a request
+    assert.deepStrictEqual(trace, ['handled MyError']);
+    holder.cancel();
+    AT.run();
+    assert.deepStrictEqual(trace, ['handled MyError']);
+}));

@@ -740,6 +740,35 @@ def test_error_from_outside_goes_to_handler(virtual_tool):
     assert seen == [("External", "outside"), ("unhandled", "External")]
 
 
+def test_error_on_a_running_root_fails_its_flow_at_the_waiting_step(virtual_tool, capfd):
+    """as futoin-asyncsteps' root error(): also where Python knows no step
+    (a flow queued at a Mutex); an idle root only raises"""
+    seen = []
+    m = fp.Mutex(tool=virtual_tool)
+    holder = AsyncSteps(virtual_tool)
+    holder.sync(m, lambda as_: as_.wait_external())
+    holder.execute()
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.sync(m, lambda as_: seen.append("entered")),
+            lambda as_, c: seen.append((c, as_.state.error_info)))
+    as_.add(lambda as_: seen.append("next"))
+    as_.execute(lambda as_, c: seen.append(("unhandled", c)))
+    virtual_tool.iterate()
+    with pytest.raises(FutoInError) as ei:
+        as_.error("External", "outside")
+    assert ei.value.code == "External"
+    assert as_.state.last_exception is ei.value
+    virtual_tool.run()
+    assert seen == [("External", "outside"), ("unhandled", "External")]
+    holder.cancel()
+    virtual_tool.run()
+    assert seen == [("External", "outside"), ("unhandled", "External")]
+    idle = AsyncSteps(virtual_tool)
+    with pytest.raises(FutoInError):
+        idle.error("Idle", "x")
+    assert "ignored" not in capfd.readouterr().err
+
+
 # ---- copy_from / new_instance ----
 
 
