@@ -854,6 +854,46 @@ static void in_event_tells_an_event_on_the_stack(void** state)
     assert_int_equal(futoin_tool_in_event(NULL), 0);
 }
 
+/* event_open(): the rest of an event runs as outside any: a flow it
+ * executes takes its first burst at once, run_one() runs the next event
+ * nested; event_close() puts the event back */
+static void f_trace_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)args;
+    trace("%s", (const char*)data);
+}
+
+static void cb_open_event(void* data)
+{
+    FutoInAsyncSteps* r = data;
+    r->api->add(r, "step", f_trace_step, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_steps_execute_burst(r), 0); /* in an event: refused */
+    const int tok = futoin_tool_event_open(g_fx.tool);
+    assert_int_equal(futoin_tool_in_event(g_fx.tool), 0);
+    assert_int_equal(futoin_steps_execute_burst(r), 1);
+    trace("burst");
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    trace("nested");
+    futoin_tool_event_close(g_fx.tool, tok);
+    assert_int_equal(futoin_tool_in_event(g_fx.tool), 1);
+}
+
+static void event_open_lets_an_event_run_flows_nested(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = futoin_steps_new(g_fx.tool);
+    g_fx.root->api->sched_immediate(g_fx.root, r, cb_open_event);
+    g_fx.root->api->sched_immediate(g_fx.root, "ev2", cb_trace);
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_trace("step|burst|ev2|nested");
+    assert_int_equal(futoin_tool_in_event(g_fx.tool), 0);
+    assert_int_equal(futoin_tool_event_open(NULL), -1);
+    futoin_tool_event_close(NULL, 1); /* harmless */
+    r->api->free(r);
+}
+
 /* the args hook sees (and may change) the values a C step is about to get,
  * and is not called for a step that gets none */
 static const FutoInType k_hook_i64 = {FTN_TYPE_INT64, NULL};
@@ -1389,6 +1429,7 @@ int main(void)
             T(host_next_of_takes_from_the_middle),
             T(args_hook_sees_values_of_c_steps),
             T(in_event_tells_an_event_on_the_stack),
+            T(event_open_lets_an_event_run_flows_nested),
             T(host_nested_flow_runs_new_branches),
             T(host_new_branches_go_first),
             T(host_new_branches_are_bounded),

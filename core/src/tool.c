@@ -553,6 +553,23 @@ int futoin_tool_in_event(const FutoInAsyncTool* t)
     return t && t->running;
 }
 
+int futoin_tool_event_open(FutoInAsyncTool* t)
+{
+    if (!t || !ftool_is_loop_thread(t)) {
+        return -1;
+    }
+    const int was = t->running;
+    t->running = 0;
+    return was;
+}
+
+void futoin_tool_event_close(FutoInAsyncTool* t, int token)
+{
+    if (t && token >= 0) {
+        t->running = token;
+    }
+}
+
 int futoin_tool_run_one(FutoInAsyncTool* t)
 {
     if (!t || t->running || t->dying) {

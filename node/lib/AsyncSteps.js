@@ -298,7 +298,7 @@ const doneWaiting = (root, h) => {
 /* an error raised on a step from outside a callback: its handlers run now,
  * as futoin-asyncsteps runs them in error(); the steps after them wait for
  * a turn, as after any completion from outside (virtual time: no event used
- * up; inside an event, as soon as the event's callback returns) */
+ * up; inside a cancel handler the test tool runs, as soon as it returns) */
 const errorsNow = (root) => {
     if (root._foreign || root._h === undefined) {
         if (!root._test) {

@@ -1658,7 +1658,11 @@ static void test_fire(void* data)
     e->test_fired = 1;
     napi_value argv[1];
     napi_create_double(e->env, (double)(uintptr_t)data, &argv[0]);
+    /* as the reference's events: execute(), error() from outside and
+     * nextEvent() inside one run at once */
+    const int tok = futoin_tool_event_open(e->test_tool);
     call_js(e, e->f_call, NULL, 1, argv);
+    futoin_tool_event_close(e->test_tool, tok);
 }
 
 /* testLater(key, ms) -> [data1, data3] packed as handle parts in scratch */
@@ -1695,8 +1699,8 @@ static napi_value n_test_cancel(napi_env env, napi_callback_info info)
 
 /* testNext() -> whether anything ran */
 #define BUSY_TEST_TOOL                                                                                           \
-    "AsyncToolTest.nextEvent() or run() inside an event of its own (a callLater() callback, a cancel handler): " \
-    "the events after it run once it returns"
+    "AsyncToolTest.nextEvent() or run() inside a callback the test tool runs itself (a cancel handler a step "  \
+    "timeout runs): the events after it run once it returns"
 
 static napi_value n_test_next(napi_env env, napi_callback_info info)
 {

@@ -135,6 +135,15 @@ FUTOIN_API int futoin_tool_run_one(FutoInAsyncTool* tool);
 /* 1 inside one of the tool's events (run(), iterate() or run_one() is on the
  * stack): they run nothing nested then; 0 otherwise. */
 FUTOIN_API int futoin_tool_in_event(const FutoInAsyncTool* tool);
+/* Inside a sched_immediate()/sched_deferred() callback of the tool's own
+ * scheduler: the rest of that callback runs as outside any event, so a
+ * flow it executes takes its first burst at once (execute_burst()) and
+ * run_one() runs the next event nested, as the JS reference's AsyncToolTest
+ * runs its events; the event in progress was already taken off its queue.
+ * Returns what futoin_tool_event_close() restores when the callback ends.
+ * Never around a step's callbacks (a cancel handler, an error handler). */
+FUTOIN_API int futoin_tool_event_open(FutoInAsyncTool* tool);
+FUTOIN_API void futoin_tool_event_close(FutoInAsyncTool* tool, int token);
 /* Same meaning as iterate's return, without running anything. */
 FUTOIN_API int64_t futoin_tool_next_delay(FutoInAsyncTool* tool);
 /* Make the calling thread the loop thread. */
