@@ -1027,6 +1027,50 @@ static void engine_step_after_unwinding_waits_its_turn(void** state)
     assert_trace("w|w:Ext|after");
 }
 
+/* finish_done(): a flow whose last step completed from outside ends now
+ * (done hook, idle root), running no step; not while a step is left */
+static void f_adds_wait_keep(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->add(bsi, data, f_wait_keep, NULL);
+}
+
+static void on_done_trace(FutoInAsyncSteps* root, void* data)
+{
+    (void)root;
+    trace("done:%s", (const char*)data);
+}
+
+static void finish_done_ends_a_flow_completed_from_outside(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "w", f_wait_keep, NULL);
+    r->api->add(r, "after", f_trace, NULL);
+    futoin_steps_set_done(r, on_done_trace, "r");
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_steps_finish_done(r), 0); /* not run yet */
+    futoin_tool_iterate(g_fx.tool, 0);
+    g_engine_waiting->api->success(g_engine_waiting, NULL);
+    assert_int_equal(futoin_steps_finish_done(r), 0); /* "after" is left */
+    futoin_tool_run(g_fx.tool);
+    assert_trace("w|after|done:r");
+
+    r->api->add(r, "outer", f_adds_wait_keep, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_steps_finish_done(r), 0); /* it waits */
+    g_engine_waiting->api->success(g_engine_waiting, NULL);
+    assert_int_equal(futoin_steps_finish_done(r), 1);
+    assert_trace("w|after|done:r|outer|done:r");
+    r->api->add(r, "again", f_trace, NULL); /* idle: a new run */
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("w|after|done:r|outer|done:r|again|done:r");
+    assert_int_equal(futoin_steps_finish_done(r), 0);
+    assert_int_equal(futoin_steps_finish_done(NULL), 0);
+}
+
 /* ---- idle flows (futoin_steps_host_idle) ---- */
 
 static FutoInAsyncSteps* g_idle_waiting[4];
@@ -1178,6 +1222,7 @@ int main(void)
             T(host_idle_is_not_a_flow_with_a_timer_or_an_engine_wait),
             T(host_idle_walks_parallel_branches_and_cancel_handlers),
             T(engine_step_after_unwinding_waits_its_turn),
+            T(finish_done_ends_a_flow_completed_from_outside),
             T(host_step_after_unwinding_waits_its_turn),
             T(host_branch_error_runs_at_once),
             T(host_sibling_waiting_for_the_host_is_torn_down_cleanly),

@@ -1657,6 +1657,41 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
     return ran;
 }
 
+/* fl's main sequence holds only steps that completed: its innermost step
+ * by a success() from outside, every step around it with nothing queued */
+static int main_all_done(fflow* fl)
+{
+    const fstrand* st = &fl->main;
+    const fstep* s = st->top;
+    if (!s || s == &fl->base || st->err_pending || !(s->flags & F_SUCCESS) ||
+        (s->state != FS_WAIT && s->state != FS_PAR) || s->q_head) {
+        return 0;
+    }
+    for (const fstep* p = s->parent; p != &fl->base; p = p->parent) {
+        if (!p || p->kind != FK_STEP || p->state != FS_SUB || p->q_head) {
+            return 0;
+        }
+    }
+    return fl->base.q_head == NULL;
+}
+
+int futoin_steps_finish_done(FutoInAsyncSteps* root)
+{
+    fflow* fl = flow_of_root(root);
+    if (!fl || !(fl->flags & FL_RUNNING) || fl->tool->running || !ftool_is_loop_thread(fl->tool) ||
+        !fl->main.task.queued || !main_all_done(fl)) {
+        return 0;
+    }
+    FutoInAsyncTool* t = fl->tool;
+    const uint32_t gen = fl->base.gen; /* the done hook may free root */
+    ftool_task_remove(t, &fl->main.task);
+    t->running = 1;
+    strand_run_with(&fl->main, 0); /* pops the completed steps: no step runs */
+    t->running = 0;
+    ftool_rearm(t);
+    return fl->base.gen != gen || !(fl->flags & FL_RUNNING);
+}
+
 int futoin_steps_fail_waiting(FutoInAsyncSteps* root, const char* code, const char* info)
 {
     fflow* fl = flow_of_root(root);

@@ -262,6 +262,12 @@ const raise = (root, h, name, error_info) => {
     throw e;
 };
 
+/* a success() from outside completed the running root's last step: its
+ * flow ends now, as in futoin-asyncsteps (the root is idle again); true
+ * when it did (drainFin() tells the root) */
+const finishDone = (root) => CUR_ROOT !== root && !root._foreign && root._h !== undefined &&
+    N.finishDone(root._h);
+
 /* error from outside on the step the running root's flow waits at that JS
  * does not know (a C step, a sync object's queue): whether raised */
 const failWaiting = (root, code, error_info) => {
@@ -866,6 +872,9 @@ class AsyncSteps {
     _checkIdle() {
         if (this._running && !isProduction && !this._cancelling) {
             reg.drainFin();
+            if (this._running && finishDone(this)) {
+                reg.drainFin();
+            }
             if (this._running) {
                 this.error('InternalError', 'Top level add in execution');
             }
@@ -939,6 +948,9 @@ class AsyncSteps {
     }
 
     error(name, error_info) {
+        if (this._running && finishDone(this)) {
+            reg.drainFin();
+        }
         const h = takeWaiting(this);
         if (h !== undefined) {
             // as futoin-asyncsteps: the running flow fails at its waiting step
@@ -992,6 +1004,9 @@ class AsyncSteps {
 
     execute() {
         reg.drainFin();
+        if (this._running && finishDone(this)) {
+            reg.drainFin();
+        }
         if (this._running) {
             this._rerun = this._cancelling; // from its cancel handlers: once cancel() ended the flow
             return this;

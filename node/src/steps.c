@@ -1307,6 +1307,18 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* finishDone(h) -> whether the running root h's flow ended now: all its
+ * steps completed, the last by a success() from outside (drainFin() tells JS) */
+static napi_value n_finish_done(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    js_flush_ops(e);
+    hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
+    napi_value out;
+    NAPI_OK(napi_get_boolean(env, h != NULL && h->root->running && futoin_steps_finish_done(h->bsi), &out));
+    return out;
+}
+
 /* failWaiting(h, code, info) -> whether raised: error() on the running
  * root h fails its flow at the step it waits at, wherever that step is (a
  * C step, a sync object's queue), as futoin-asyncsteps' root error() */
@@ -1818,6 +1830,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"success", n_success},
             {"error", n_error},
             {"failWaiting", n_fail_waiting},
+            {"finishDone", n_finish_done},
             {"setTimeout", n_set_timeout},
             {"setCancel", n_set_cancel},
             {"sweep", n_sweep},

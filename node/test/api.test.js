@@ -443,6 +443,25 @@ test('cancel() of a waiting root step, then the root is usable again', T, async 
     assert.deepStrictEqual(trace, ['cancel', 'second run']);
 });
 
+test('a root whose last step completed by a success() from outside is usable again at once', T, async () => {
+    const trace = [];
+    const root = $as();
+    let step = null;
+    root.add((as) => {
+        as.add((as) => {
+            step = as;
+            as.waitExternal();
+        });
+    });
+    root.execute();
+    await new Promise((resolve) => setImmediate(resolve));
+    step.success('v');
+    // its flow has nothing left to run: it ended, as in futoin-asyncsteps
+    root.add((as) => trace.push('second run'));
+    root.execute();
+    assert.deepStrictEqual(trace, ['second run']);
+});
+
 test('a cancel handler of a root step runs the root again (it threw "Top level add in execution")', T, async () => {
     const trace = [];
     const root = $as();

@@ -182,6 +182,13 @@ FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
  * (host_peek_of() tells, host_done_unwinding() reports it done). 0: none
  * ran (none waits, or inside the tool's callbacks). */
 FUTOIN_API int futoin_steps_unwind_now(FutoInAsyncSteps* root);
+/* A running flow with nothing left to run (its innermost step completed by
+ * a success() from outside, no enclosing step or the root has more steps)
+ * ends now instead of on its next turn: its done hook runs, root is idle
+ * again, as in the JS reference where such a success() ends the flow.
+ * Runs no step. Returns 1 when it ended, 0 otherwise (also inside the
+ * tool's own callbacks or on another thread). */
+FUTOIN_API int futoin_steps_finish_done(FutoInAsyncSteps* root);
 /* An error raised from outside on the step root's running flow waits at:
  * the innermost step of its main sequence (a step waiting for an event, to
  * enter a sync object, or for its parallel branches), as the JS reference's
