@@ -45,7 +45,8 @@ exports.cancelImmediate = exports.cancelCall;
 let thrown = null;
 
 exports.nextEvent = function() {
-    const r = N.testNext(); // 1: an event ran, 2: steps for JS to run; throws inside a callback the test tool runs (a cancel handler)
+    // 1: an event ran, 2: steps for JS to run; throws inside a cancel handler the test tool runs
+    const r = N.testNext();
     const reg = require('./registry');
     if (reg.drainHost(true) < 0 && r === 2) {
         // inside a step's callback that an event runs: its steps are that event's

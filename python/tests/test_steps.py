@@ -764,8 +764,9 @@ def test_error_on_a_running_root_fails_its_flow_at_the_waiting_step(virtual_tool
     virtual_tool.run()
     assert seen == [("External", "outside"), ("unhandled", "External")]
     idle = AsyncSteps(virtual_tool)
-    with pytest.raises(FutoInError):
+    with pytest.raises(FutoInError) as ei:
         idle.error("Idle", "x")
+    assert idle.state.last_exception is ei.value
     assert "ignored" not in capfd.readouterr().err
 
 

@@ -1308,9 +1308,8 @@ static PyObject* Steps_error(StepsObject* self, PyObject* args, PyObject* kw)
     if (futoin_steps_is_root(self->bsi) == 1 && on_loop_thread(self->bsi)) {
         /* a root: its running flow fails at the step it waits at, as
          * futoin-asyncsteps' root error(); an idle root only raises */
-        if (futoin_steps_fail_waiting(self->bsi, code_c, info_c)) {
-            set_last_exception(self->bsi, exc, code_c, info_c);
-        }
+        set_last_exception(self->bsi, exc, code_c, info_c);
+        futoin_steps_fail_waiting(self->bsi, code_c, info_c);
     } else if (!self->in_cb || !on_loop_thread(self->bsi)) {
         /* from outside the step's callback (or another thread): report now;
          * inside it, the trampoline reports the raised exception */
