@@ -948,6 +948,7 @@ class AsyncSteps {
     }
 
     error(name, error_info) {
+        reg.drainFin(); // a run that ended leaves a handle that is gone
         if (this._running && finishDone(this)) {
             reg.drainFin();
         }

@@ -1325,9 +1325,11 @@ static napi_value n_finish_done(napi_env env, napi_callback_info info)
 static napi_value n_fail_waiting(napi_env env, napi_callback_info info)
 {
     GET_ARGS(3);
-    hslot* h = handle_or_throw(env, e, argv[0], 1 << HK_ROOT);
-    if (!h) {
-        return NULL;
+    hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
+    napi_value out;
+    if (!h || !h->root->running) {
+        NAPI_OK(napi_get_boolean(env, false, &out));
+        return out;
     }
     char* code = js_strdup(env, argv[1]);
     char* inf = js_strdup(env, argv[2]);
@@ -1337,7 +1339,6 @@ static napi_value n_fail_waiting(napi_env env, napi_callback_info info)
     }
     free(code);
     free(inf);
-    napi_value out;
     NAPI_OK(napi_get_boolean(env, raised != 0, &out));
     return out;
 }

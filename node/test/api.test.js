@@ -443,6 +443,22 @@ test('cancel() of a waiting root step, then the root is usable again', T, async 
     assert.deepStrictEqual(trace, ['cancel', 'second run']);
 });
 
+test('root.error() after its flow ended throws an Error of that name', T, async () => {
+    const done = $as();
+    done.add((as) => {});
+    done.execute(); // ended in its first burst
+    assert.throws(() => done.error('E1', 'i1'), (e) => e.message === 'E1');
+    const failed = $as();
+    failed.add((as) => as.error('X'));
+    failed.execute();
+    assert.throws(() => failed.error('E2'), (e) => e.message === 'E2');
+    const cancelled = $as();
+    cancelled.add((as) => as.waitExternal());
+    cancelled.execute();
+    cancelled.cancel();
+    assert.throws(() => cancelled.error('E3'), (e) => e.message === 'E3');
+});
+
 test('a root whose last step completed by a success() from outside is usable again at once', T, async () => {
     const trace = [];
     const root = $as();
