@@ -268,6 +268,15 @@ const raise = (root, h, name, error_info) => {
 const finishDone = (root) => CUR_ROOT !== root && !root._foreign && root._h !== undefined &&
     N.finishDone(root._h);
 
+/* root's _running as it is now: runs that ended (drainFin()), and a flow
+ * ended by finishDone() */
+const settle = (root) => {
+    reg.drainFin();
+    if (root._running && finishDone(root)) {
+        reg.drainFin();
+    }
+};
+
 /* error from outside on the step the running root's flow waits at that JS
  * does not know (a C step, a sync object's queue): whether raised */
 const failWaiting = (root, code, error_info) => {
@@ -871,10 +880,7 @@ class AsyncSteps {
 
     _checkIdle() {
         if (this._running && !isProduction && !this._cancelling) {
-            reg.drainFin();
-            if (this._running && finishDone(this)) {
-                reg.drainFin();
-            }
+            settle(this);
             if (this._running) {
                 this.error('InternalError', 'Top level add in execution');
             }
@@ -948,10 +954,7 @@ class AsyncSteps {
     }
 
     error(name, error_info) {
-        reg.drainFin(); // a run that ended leaves a handle that is gone
-        if (this._running && finishDone(this)) {
-            reg.drainFin();
-        }
+        settle(this); // a run that ended leaves a handle that is gone
         const h = takeWaiting(this);
         if (h !== undefined) {
             // as futoin-asyncsteps: the running flow fails at its waiting step
@@ -1004,10 +1007,7 @@ class AsyncSteps {
     }
 
     execute() {
-        reg.drainFin();
-        if (this._running && finishDone(this)) {
-            reg.drainFin();
-        }
+        settle(this);
         if (this._running) {
             this._rerun = this._cancelling; // from its cancel handlers: once cancel() ended the flow
             return this;
