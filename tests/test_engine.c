@@ -547,6 +547,55 @@ static void host_sibling_waiting_for_the_host_is_torn_down_cleanly(void** state)
     assert_false(futoin_tool_host_pending(g_fx.tool));
 }
 
+/* a step with a cancel handler whose sub-steps are host steps: "h", or a
+ * parallel of "cancel" and "b" when its data says "par" */
+static void cancellable_host_sub(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->setCancel(bsi, NULL, cancel_trace);
+    if (data && !strcmp(data, "par")) {
+        FutoInAsyncSteps* p = bsi->api->parallel(bsi, NULL, NULL);
+        p->api->add(p, "cancel", f_host, NULL);
+        p->api->add(p, "b", f_host, NULL);
+    } else {
+        bsi->api->add(bsi, "h", f_host, NULL);
+    }
+}
+
+/* A flow whose only business is a host step waiting to be taken is in no
+ * callback: cancel() tears it down at once (its cancel handlers run, the
+ * step leaves the host queue), not when the host gets to that step (a
+ * Mutex stayed held behind a long host queue in Node) */
+static void host_step_waiting_to_be_taken_is_cancelled_at_once(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, cancellable_host_sub, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_true(futoin_tool_host_pending(g_fx.tool));
+    r->api->cancel(r);
+    assert_trace("cancel handler");
+    assert_false(futoin_tool_host_pending(g_fx.tool));
+    host_run_all();
+    assert_trace("cancel handler");
+}
+
+/* cancel() inside a branch's host step: the flow goes once that step is
+ * done, before the host takes its sibling's waiting step */
+static void host_cancel_inside_a_branch_skips_the_waiting_sibling(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host);
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "par", cancellable_host_sub, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    host_run_all();
+    assert_trace("host:cancel|cancel handler");
+    assert_false(futoin_tool_host_pending(g_fx.tool));
+}
+
 static void host_steps_interleave_with_engine_steps(void** state)
 {
     (void)state;
@@ -1227,6 +1276,8 @@ int main(void)
             T(host_branch_error_runs_at_once),
             T(host_sibling_waiting_for_the_host_is_torn_down_cleanly),
             T(host_steps_interleave_with_engine_steps),
+            T(host_step_waiting_to_be_taken_is_cancelled_at_once),
+            T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),
             T(host_step_executing_another_root_only_schedules_it),
             T(host_step_cancelling_its_flow_ends_it_at_done),

@@ -370,6 +370,16 @@ static void flow_fail(fflow* fl)
     }
 }
 
+/* A callback of the flow is on the stack, or the host runs one of its
+ * steps. Strands only waiting in the host queue hold depth too (as if
+ * called), but nothing of theirs runs: a cancel tears them down at once
+ * (strand_teardown() takes them off the queue), as a flow waiting for an
+ * event is cancelled at once. */
+static inline int flow_in_callback(const fflow* fl)
+{
+    return fl->depth > fl->host_queued;
+}
+
 static void flow_cancel_now(fflow* fl)
 {
     ++fl->depth;
@@ -891,7 +901,7 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
             break;
         }
     }
-    if (--fl->depth == 0 && (fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ))) {
+    if (--fl->depth == fl->host_queued && (fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ))) {
         flow_deferred(fl);
     }
 }
@@ -1130,7 +1140,7 @@ void feng_cancel(fflow* fl)
     if (!(fl->flags & FL_RUNNING)) {
         return;
     }
-    if (fl->depth > 0) {
+    if (flow_in_callback(fl)) {
         fl->flags |= FL_CANCEL_REQ;
         return;
     }
@@ -1179,7 +1189,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
 
 void feng_flow_free(fflow* fl)
 {
-    if (fl->depth > 0) {
+    if (flow_in_callback(fl)) {
         fl->flags |= FL_FREE_REQ | FL_CANCEL_REQ;
         return;
     }

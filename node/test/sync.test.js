@@ -8,7 +8,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, isPolyglot, runFlow, onTestTool, T } = require('./helpers');
+const { $as, isPolyglot, runFlow, onTestTool, deferred, T } = require('./helpers');
 const { Mutex, Throttle, Limiter } = $as;
 
 /* a section that stays inside until an event `ms` later */
@@ -500,3 +500,37 @@ test('_handle_error() on a root waiting to enter a Mutex fails its flow there', 
     AT.run();
     assert.deepStrictEqual(trace, ['handled MyError']);
 }));
+
+test('cancel() of a flow whose next step waits for its turn leaves its Mutex at once', T, async () => {
+    // a and b complete from outside in one tick: on the next turn a's next
+    // step runs first and cancels b, whose next step inside the section
+    // waits behind it; the cancel handlers run and the Mutex is free at once
+    const mtx = new Mutex();
+    const trace = [];
+    const done = deferred();
+    let a_step, b_step;
+    const B = $as();
+    B.add((as) => {
+        as.setCancel(() => trace.push('b cancelled'));
+        as.sync(mtx, (as) => {
+            as.add((as) => { b_step = as; as.waitExternal(); });
+            as.add((as) => trace.push('b next'));
+        });
+    });
+    B.execute();
+    const A = $as();
+    A.add((as) => { a_step = as; as.waitExternal(); });
+    A.add((as) => {
+        B.cancel();
+        trace.push(`locked ${mtx._locked}`);
+        const C = $as();
+        C.sync(mtx, (as) => trace.push('c in'));
+        C.execute();
+        done.resolve();
+    });
+    A.execute();
+    a_step.success();
+    b_step.success();
+    await done.promise;
+    assert.deepStrictEqual(trace, ['b cancelled', 'locked 0', 'c in']);
+});
