@@ -77,7 +77,9 @@ test('sync objects take numeric strings for their numbers, as futoin-asyncsteps'
     assert.deepStrictEqual(trace, ['a']); // one entry per period
     await Promise.all(ends);
     assert.deepStrictEqual(trace, ['a', 'b']);
-    assert.throws(() => new Mutex('many'), TypeError);
+    if (isPolyglot) {
+        assert.throws(() => new Mutex('many'), TypeError); // futoin-asyncsteps takes it
+    }
 });
 
 test('Mutex: the section gets the previous result; its result goes on', T, async () => {
