@@ -12,7 +12,7 @@
 
 #include <time.h>
 
-static void turn(jsenv* e);
+static void turn(jsenv* e, int timers);
 static void hook_arm(void* data, int64_t delay_ms);
 
 static void run_iterate(jsenv* e)
@@ -29,7 +29,7 @@ static void run_iterate(jsenv* e)
             && napi_open_callback_scope(env, res, e->actx, &cs) == napi_ok;
     jlazy lz;
     lz_enter(e, &lz);
-    turn(e);
+    turn(e, 1);
     lz_leave(e, &lz);
     if (scoped) {
         /* runs process.nextTick callbacks and microtasks, as after any
@@ -63,15 +63,19 @@ static void drain_host(jsenv* e, FutoInAsyncTool* t)
 }
 
 /* one turn: ready work, then work made ready by it while fewer than 100 JS
- * steps ran, as the JS library runs 100 steps before it yields */
-static void turn(jsenv* e)
+ * steps ran, as the JS library runs 100 steps before it yields. `timers`:
+ * a turn of our libuv handles; a turn JS asks for (runNow(): a promise
+ * settled, a completion from outside) fires no step timeout, as Node fires
+ * a setTimeout() only in its timers phase: a success() queued in a
+ * microtask behind it comes first */
+static void turn(jsenv* e, int timers)
 {
     e->turn_steps = 0;
     for (int round = 0; round < 100; ++round) {
         /* due timers at the start only, as Node's timers phase: a timeout
          * that came due during the turn waits for the next one (a
          * process.nextTick() completion of its step comes first) */
-        if (round == 0) {
+        if (round == 0 && timers) {
             futoin_tool_iterate(e->tool, 0);
         } else {
             futoin_tool_iterate_ready(e->tool, 0);
@@ -105,7 +109,7 @@ napi_value jd_run_now(napi_env env, napi_callback_info info)
     }
     jlazy lz;
     lz_enter(e, &lz);
-    turn(e);
+    turn(e, 0);
     lz_leave(e, &lz);
     (void)env;
     return NULL;

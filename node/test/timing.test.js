@@ -471,3 +471,33 @@ test('a flow completed from outside waits for its turn when an await() in the sa
     await Promise.all([done, c]);
     assert.deepStrictEqual(order, ['event', 'C2', 'imm', 'A2']);
 });
+
+test('a step timeout already due waits for the timers phase: an await() going on in a microtask does not fire it', T, async () => {
+    // the script runs past B's 1 ms deadline; E's await() goes on in a
+    // microtask queued before the one completing B: B's success() still wins
+    const order = [];
+    const done = deferred();
+    $as()
+        .await(Promise.resolve(1))
+        .add((as, v) => order.push(`E ${v}`))
+        .execute();
+    $as()
+        .add((as) => {
+            as.setTimeout(1);
+            Promise.resolve().then(() => as.success('in time'));
+        }, (as, err) => {
+            order.push(`B ${err}`);
+            done.resolve();
+        })
+        .add((as, v) => {
+            order.push(`B ${v}`);
+            done.resolve();
+        })
+        .execute();
+    const end = Date.now() + 5;
+    while (Date.now() < end) {
+        // the rest of the script takes its time
+    }
+    await done.promise;
+    assert.deepStrictEqual(order, ['E 1', 'B in time']);
+});
