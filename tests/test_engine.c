@@ -966,6 +966,54 @@ static void f_host_parallel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs*
     p->api->add(p, "b2", f_host, NULL);
 }
 
+static void f_wait_saved(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    f_wait(bsi, data, args);
+    g_branch_waiting = bsi;
+}
+
+static void f_branch_wait_then(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, "w", f_wait_saved, NULL);
+    bsi->api->add(bsi, "b1 after", f_trace, NULL);
+}
+
+static void f_par_waiting(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, NULL, NULL);
+    p->api->add(p, NULL, f_branch_wait_then, NULL);
+    p->api->add(p, "b2", f_wait, NULL);
+}
+
+/* execute_strand(): a branch whose step was completed from outside goes on
+ * now, alone (the JS reference goes on with an await() in a parallel
+ * branch in the promise's reaction); the main strand waits for its turn */
+static void branch_completed_from_outside_goes_on_at_once(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_par_waiting, NULL);
+    r->api->add(r, "after", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    g_branch_waiting = NULL;
+    for (int turn = 0; turn < 3; ++turn) {
+        futoin_tool_iterate(g_fx.tool, 0);
+    }
+    assert_trace("w|b2");
+    assert_non_null(g_branch_waiting);
+    assert_int_equal(futoin_steps_execute_strand(g_branch_waiting), 0); /* not completed yet */
+    g_branch_waiting->api->success(g_branch_waiting, NULL);
+    assert_int_equal(futoin_steps_execute_nested(r), 0); /* the main strand waits */
+    assert_int_equal(futoin_steps_execute_strand(g_branch_waiting), 1);
+    assert_trace("w|b2|b1 after");
+    assert_int_equal(futoin_steps_execute_strand(r), 0); /* nothing queued there */
+    assert_int_equal(futoin_steps_execute_strand(NULL), 0);
+}
+
 /* unwind_now(): an error raised from outside on a step of a parallel branch
  * unwinds now, up to the branch's own host handler, then, not handled, up to
  * the parallel's */
@@ -1277,6 +1325,7 @@ int main(void)
             T(host_sibling_waiting_for_the_host_is_torn_down_cleanly),
             T(host_steps_interleave_with_engine_steps),
             T(host_step_waiting_to_be_taken_is_cancelled_at_once),
+            T(branch_completed_from_outside_goes_on_at_once),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),
             T(host_step_executing_another_root_only_schedules_it),

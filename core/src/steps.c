@@ -1719,22 +1719,41 @@ int futoin_steps_fail_waiting(FutoInAsyncSteps* root, const char* code, const ch
 
 /* inside_host_step: the host may be running a step it took (no engine
  * frame is on the stack then) */
-static int execute_burst(FutoInAsyncSteps* root, int inside_host_step)
+/* strand st of flow fl goes on now if it is queued to */
+static int strand_burst(fflow* fl, fstrand* st, int inside_host_step)
 {
-    fflow* fl = flow_of_root(root);
-    if (!fl) {
-        return 0;
-    }
     FutoInAsyncTool* t = fl->tool;
     /* never inside the tool's own callbacks: that would run a flow inline */
     if (t->running || (t->host_active && !inside_host_step) || !ftool_is_loop_thread(t) || !(fl->flags & FL_RUNNING)
-            || !fl->main.task.queued) {
+            || !st->task.queued) {
         return 0;
     }
-    ftool_task_remove(t, &fl->main.task);
+    ftool_task_remove(t, &st->task);
     t->running = 1;
-    strand_run(&fl->main);
+    strand_run(st);
     t->running = 0;
     ftool_rearm(t);
     return 1;
+}
+
+static int execute_burst(FutoInAsyncSteps* root, int inside_host_step)
+{
+    fflow* fl = flow_of_root(root);
+    return fl ? strand_burst(fl, &fl->main, inside_host_step) : 0;
+}
+
+int futoin_steps_execute_strand(FutoInAsyncSteps* step)
+{
+    if (!step || !futoin_steps_is_native(step)) {
+        return 0;
+    }
+    fstep* s = fstep_of(step);
+    if (s->kind == FK_ROOT) {
+        return execute_burst(step, 1);
+    }
+    /* a step on its strand's stack (a queued one is on none yet) */
+    if ((s->state != FS_WAIT && s->state != FS_PAR && s->state != FS_SUB) || s->flow->tool->dying) {
+        return 0;
+    }
+    return strand_burst(s->flow, s->strand, 1);
 }

@@ -489,7 +489,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
                     step_as = null; // its cancel handler cancels the promise no more, as in futoin-asyncsteps
                     awaitFailed(root, as, reason);
                     // its handlers run now, as for a result
-                    goOn(root, !root._foreign && root._h !== undefined && N.flowNow(root._h));
+                    goOn(root, !root._foreign && root._h !== undefined && N.flowNow(root._h, false, as._h));
                 }
             } else if (step_as === undefined) {
                 step_as = null;

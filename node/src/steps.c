@@ -1272,26 +1272,28 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
 /* root r's flow goes on now, alone; its first JS step in SH_HOST_OUT
  * (errors_only: only what unwinds an error raised from outside, up to an
  * error handler) */
-static int flow_now(jsenv* e, jroot* r, int errors_only)
+static int flow_now(jsenv* e, jroot* r, int errors_only, FutoInAsyncSteps* step)
 {
     FutoInAsyncTool* tool = r->tool;
     const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
     jlazy lz;
     lz_enter(e, &lz);
-    int ran = errors_only ? futoin_steps_unwind_now(r->bsi) : futoin_steps_execute_nested(r->bsi);
+    /* `step`: its strand, which may be a parallel branch's */
+    int ran = errors_only ? futoin_steps_unwind_now(r->bsi)
+                          : futoin_steps_execute_strand(step ? step : r->bsi);
     lz_leave(e, &lz);
     e->sh[SH_HOST_OUT] = host_take_next(e, tool, r, rslot, rgen, errors_only);
     return ran;
 }
 
-/* flowNow(h, errorsOnly) -> whether it ran: the flow of root h goes on
- * now, alone, when it is ready (an error() from outside runs its handlers
+/* flowNow(h, errorsOnly, stepH) -> whether it ran: the flow of root h goes on
+ * now, alone, when it is ready (the strand of step stepH if given) (an error() from outside runs its handlers
  * inside the call, as futoin-asyncsteps does: errorsOnly, no step after
  * them); not inside the scheduler's own callbacks. Its first JS step comes
  * back in SH_HOST_OUT as from execute() with JS_HOST_NESTED */
 static napi_value n_flow_now(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(2);
+    GET_ARGS(3);
     bool errors_only = false;
     napi_get_value_bool(env, argv[1], &errors_only);
     e->sh[SH_HOST_OUT] = 0;
@@ -1299,8 +1301,9 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     if (!h || !h->root->running) {
         return NULL;
     }
+    hslot* step = jh_get(e, argv[2], KINDS_STEP);
     FutoInAsyncTool* tool = h->root->tool; /* the flow may end and its root go */
-    const int ran = flow_now(e, h->root, errors_only);
+    const int ran = flow_now(e, h->root, errors_only, step && step->root == h->root ? step->bsi : NULL);
     e->sh[SH_MORE] = ran && other_ready(e, tool);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran != 0, &out));
@@ -1359,10 +1362,11 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
         return js_throw_error(env, "InternalError", "cannot pass this value");
     }
     jroot* r = h->root;
-    h->bsi->api->success(h->bsi, &a);
+    FutoInAsyncSteps* step = h->bsi;
+    step->api->success(step, &a);
     futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
     FutoInAsyncTool* tool = r ? r->tool : NULL; /* the flow may end and its root go */
-    int ran = r && !r->foreign && r->running && flow_now(e, r, 0);
+    int ran = r && !r->foreign && r->running && flow_now(e, r, 0, step);
     e->sh[SH_MORE] = ran && other_ready(e, tool);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran, &out));

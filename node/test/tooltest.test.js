@@ -441,3 +441,34 @@ test('execute() inside a callLater() event runs the first burst inside that call
     AT.run();
     assert.deepStrictEqual(log, ['s1', 's1.1', 's2', 'after execute', 'after nextEvent', 'event2']);
 }));
+
+test('AsyncToolTest: a parallel branch goes on with its await() in the promise\'s reaction, its error handler too', T, async () => {
+    $as.installAsyncToolTest();
+    try {
+        const order = [];
+        const R = $as();
+        const p = R.parallel((as, err) => order.push(`par ${err}`));
+        p.add((as) => {
+            as.await(Promise.resolve('pv'));
+            as.add((as, v) => order.push(`branch ${v}`));
+        });
+        p.add((as) => {
+            as.add((as) => as.await(Promise.reject(new Error('no'))), (as, err) => {
+                order.push(`branch handler ${err}`);
+                as.success();
+            });
+        });
+        R.add((as) => order.push('after parallel'));
+        R.execute();
+        order.push('main end');
+        await Promise.resolve();
+        await Promise.resolve();
+        order.push('microtasks done');
+        AT.run();
+        assert.deepStrictEqual(order, ['main end', 'branch pv', 'branch handler PromiseReject',
+            'microtasks done', 'after parallel']);
+    } finally {
+        AT.resetEvents();
+        $as.installAsyncToolTest(false);
+    }
+});

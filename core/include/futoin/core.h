@@ -173,6 +173,11 @@ FUTOIN_API int futoin_steps_execute_burst(FutoInAsyncSteps* root);
 /* The same, also while the host runs a step it took with host_next() (the
  * JS reference runs a flow executed inside a step at once, nested). */
 FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
+/* The same for the strand of `step`, a step of a running flow (the main
+ * strand, or a parallel branch), when it is queued to go on (a success()
+ * from outside): it goes on now, alone, as the JS reference goes on with an
+ * await() in a branch in the promise's reaction. Returns 1 when it ran. */
+FUTOIN_API int futoin_steps_execute_strand(FutoInAsyncSteps* step);
 /* The strands of root's flow that wait with an error to unwind (raised on
  * one of its steps from outside, or a parallel branch that failed) run now,
  * newest first, until none is left (at most a burst of them): a host runs
