@@ -403,6 +403,42 @@ static void wait_with_cancel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs
     bsi->api->setCancel(bsi, NULL, cancel_trace);
 }
 
+static void cancel_trace_unwinding(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)data;
+    const char* code = futoin_steps_unwinding(bsi);
+    trace("cancel:%s", code ? code : "-");
+}
+
+static void wait_timed_with_cancel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    if (data) {
+        bsi->api->setTimeout(bsi, 10);
+    }
+    bsi->api->setCancel(bsi, NULL, cancel_trace_unwinding);
+}
+
+/* futoin_steps_unwinding(): in a cancel handler an error's unwinding runs
+ * (a Timeout), that error; in one a cancel() runs, NULL (the JS reference
+ * shows the Timeout in state.last_exception there) */
+static void cancel_handler_tells_the_error_it_unwinds(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "timed", wait_timed_with_cancel, eh_trace);
+    run_root();
+    assert_trace("cancel:Timeout|timed:Timeout|unhandled:Timeout:");
+    trace_reset();
+    r->api->add(r, NULL, wait_timed_with_cancel, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    r->api->cancel(r);
+    assert_trace("cancel:-");
+    assert_null(futoin_steps_unwinding(NULL));
+    assert_null(futoin_steps_unwinding(r));
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1326,6 +1362,7 @@ int main(void)
             T(host_steps_interleave_with_engine_steps),
             T(host_step_waiting_to_be_taken_is_cancelled_at_once),
             T(branch_completed_from_outside_goes_on_at_once),
+            T(cancel_handler_tells_the_error_it_unwinds),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),
             T(host_step_executing_another_root_only_schedules_it),

@@ -304,6 +304,7 @@ typedef struct fstrand
     uint8_t info_pending; /* pending_info goes to error_info when unwinding starts */
     uint8_t fresh;        /* a branch not run yet: a nested run of its flow takes its first burst */
     uint8_t in_host_q;    /* on the host queue: its step waits for the host to take it */
+    uint8_t unwinding;    /* a cancel handler of its error unwinding runs */
     FutoInArgs out_args;  /* the last success() values, for the next step */
     FutoInArgs host_args; /* what a step run by the host receives */
     fhq_link host_link; /* on its tool's host_q */

@@ -117,6 +117,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     st->info_pending = 0;
     st->fresh = 0;
     st->in_host_q = 0;
+    st->unwinding = 0;
     base->strand = st;
 }
 
@@ -752,7 +753,9 @@ static int strand_unwind(fstrand* st, uint32_t budget)
         uint8_t state = f->state;
         f->on_cancel = NULL;
         f->state = FS_CANCEL;
+        st->unwinding = 1;
         cb(&f->iface, f->cancel_data);
+        st->unwinding = 0;
         f->state = state;
         if (f->flow->flags & (FL_CANCEL_REQ | FL_FREE_REQ)) {
             return R_CONT; /* cancelled meanwhile: no error handler runs */
@@ -1286,6 +1289,18 @@ void futoin_tool_set_host_error(FutoInAsyncTool* t, FutoInAsyncSteps_error_callb
     if (t) {
         t->host_eh = eh;
     }
+}
+
+const char* futoin_steps_unwinding(FutoInAsyncSteps* bsi)
+{
+    if (!bsi || !futoin_steps_is_native(bsi)) {
+        return NULL;
+    }
+    fstep* c = fstep_of(bsi);
+    if (c->state != FS_CANCEL || !c->strand || !c->strand->unwinding || c->strand->top != c) {
+        return NULL;
+    }
+    return strand_code(c->strand);
 }
 
 const char* futoin_tool_host_error(FutoInAsyncSteps* bsi)

@@ -81,8 +81,9 @@ const AFTER_SUCCESS = 'handle_error() after success()'; // the misuse's error_in
  * their own, as the reference's branches are AsyncSteps of their own) */
 const sanity = isProduction ? () => {} : (asp) => {
     if ((asp._f & F_OUT) !== 0) {
-        // a cancel handler's: its step is off the stack there
-        throw stateError(asp._root.state, 'InternalError', 'Invalid call (sanity check)', true);
+        // a cancel handler's: its step is off the stack there. The flow
+        // ends or unwinds anyway: its state keeps the error it unwinds
+        throw new Error('InternalError');
     }
     checkActiveAs(asp);
     if (CUR_ROOT === asp._root && CUR_ROOT !== null) {
@@ -1861,8 +1862,11 @@ const onError = (r, h, k, code, info) => {
 
 const CANCEL_DONE = () => {}; // FNS entry of a cancel handler whose step completed from outside
 
-const onCancel = (r, h, k) => {
+const onCancel = (r, h, k, code, info) => {
     const root = rootOf(r); // first: a weak root's callbacks come back with it
+    if (code !== undefined && root) {
+        syncErrorState(root, code, info); // an error from C unwinds (a Timeout): C told it once
+    }
     const fn = FNS[k];
     if (fn === CANCEL_DONE) {
         return 0;

@@ -476,13 +476,22 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
     if (napi_open_handle_scope(env, &hs) != napi_ok) {
         return;
     }
-    napi_value argv[3];
+    napi_value argv[5];
     if (!f->root->gone && root_arg(e, f->root, &argv[0]) == 0) {
         uint32_t s = jh_alloc(e, bsi, f->root, HK_STEP);
         if (s) {
             jh_new_id(e, s, &argv[1]);
             napi_create_uint32(env, f->k, &argv[2]);
-            call_js(e, e->f_cancel, NULL, 3, argv);
+            /* an error from C unwinds (a Timeout): the state shows it there
+             * already, as in futoin-asyncsteps */
+            const char* code = futoin_steps_unwinding(bsi);
+            const char* info = code ? error_info_of(bsi) : NULL;
+            size_t argc = 3;
+            if (code && !jerr_same(f->root, code, info)) {
+                error_values(env, f->root, code, info, &argv[3]);
+                argc = 5;
+            }
+            call_js(e, e->f_cancel, NULL, argc, argv);
             if (e->sh[SH_OPS_N]) {
                 js_flush_ops(e);
             }

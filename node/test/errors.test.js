@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, onTestTool, T } = require('./helpers');
+const { $as, runFlow, onTestTool, deferred, T } = require('./helpers');
 
 test('as.error(code, info): the handler gets the code, error_info and last_exception', T, async () => {
     const seen = [];
@@ -534,3 +534,22 @@ test('a throw after success() keeps the thrown value as last_exception', T, () =
     AT.run();
     assert.strictEqual(r.state.last_exception, thrown);
 }));
+
+test('a cancel handler a step timeout runs sees the Timeout in state.last_exception, as futoin-asyncsteps', T, async () => {
+    const done = deferred();
+    const seen = [];
+    $as()
+        .add((as) => {
+            as.setTimeout(1);
+            as.setCancel((as) => {
+                const { error_info, last_exception } = as.state;
+                seen.push(['cancel', error_info, last_exception && last_exception.message]);
+            });
+        }, (as, err) => {
+            seen.push(['handler', err, as.state.last_exception.message]);
+            done.resolve();
+        })
+        .execute();
+    await done.promise;
+    assert.deepStrictEqual(seen, [['cancel', undefined, 'Timeout'], ['handler', 'Timeout', 'Timeout']]);
+});

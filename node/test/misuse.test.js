@@ -477,7 +477,8 @@ test('a call on a step interface inside its cancel handler throws InternalError,
     process.removeListener('warning', onWarning);
     assert.deepStrictEqual(seen, ['success', 'error', 'add', 'setTimeout', 'loop', 'repeat', 'forEach',
         'successStep', 'await', 'copyFrom', 'break', 'continue'].map((n) => `${n}: InternalError`));
-    assert.ok(infos.every((i) => i === 'Invalid call (sanity check)'), infos.join());
+    // the state keeps what the flow unwinds (futoin-asyncsteps accepts the calls there)
+    assert.ok(infos.every((i) => i === undefined), infos.join());
     assert.deepStrictEqual(warnings, []);
 });
 

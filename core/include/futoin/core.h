@@ -178,6 +178,10 @@ FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
  * from outside): it goes on now, alone, as the JS reference goes on with an
  * await() in a branch in the promise's reaction. Returns 1 when it ran. */
 FUTOIN_API int futoin_steps_execute_strand(FutoInAsyncSteps* step);
+/* In a cancel handler of `step`: the error code whose unwinding runs it (a
+ * Timeout, an error from outside), NULL when a cancel() or a failing sibling
+ * branch runs it (or anywhere else). */
+FUTOIN_API const char* futoin_steps_unwinding(FutoInAsyncSteps* step);
 /* The strands of root's flow that wait with an error to unwind (raised on
  * one of its steps from outside, or a parallel branch that failed) run now,
  * newest first, until none is left (at most a burst of them): a host runs
