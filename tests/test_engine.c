@@ -1050,6 +1050,27 @@ static void branch_completed_from_outside_goes_on_at_once(void** state)
     assert_int_equal(futoin_steps_execute_strand(NULL), 0);
 }
 
+/* at_top(): no step of the running flow in progress once its waiting
+ * root-level step completed from outside; a root add() then appends */
+static void root_at_top_between_steps_takes_more_steps(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    assert_int_equal(futoin_steps_at_top(r), 0); /* not running */
+    r->api->add(r, "w", f_wait_saved, NULL);
+    r->api->add(r, "b", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_steps_at_top(r), 0); /* "w" waits */
+    g_branch_waiting->api->success(g_branch_waiting, NULL);
+    assert_int_equal(futoin_steps_at_top(r), 1);
+    r->api->add(r, "c", f_trace, NULL);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("w|b|c");
+    assert_int_equal(futoin_steps_at_top(r), 0);
+    assert_int_equal(futoin_steps_at_top(NULL), 0);
+}
+
 /* unwind_now(): an error raised from outside on a step of a parallel branch
  * unwinds now, up to the branch's own host handler, then, not handled, up to
  * the parallel's */
@@ -1363,6 +1384,7 @@ int main(void)
             T(host_step_waiting_to_be_taken_is_cancelled_at_once),
             T(branch_completed_from_outside_goes_on_at_once),
             T(cancel_handler_tells_the_error_it_unwinds),
+            T(root_at_top_between_steps_takes_more_steps),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),
             T(host_step_executing_another_root_only_schedules_it),

@@ -1684,7 +1684,9 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
 
 /* fl's main sequence holds only steps that completed: its innermost step
  * by a success() from outside, every step around it with nothing queued */
-static int main_all_done(fflow* fl)
+/* the main strand's steps completed from outside all the way up to the
+ * root (the next turn only pops them) */
+static int main_completed(const fflow* fl)
 {
     const fstrand* st = &fl->main;
     const fstep* s = st->top;
@@ -1697,7 +1699,24 @@ static int main_all_done(fflow* fl)
             return 0;
         }
     }
-    return fl->base.q_head == NULL;
+    return 1;
+}
+
+static int main_all_done(fflow* fl)
+{
+    return main_completed(fl) && fl->base.q_head == NULL;
+}
+
+int futoin_steps_at_top(FutoInAsyncSteps* root)
+{
+    fflow* fl = flow_of_root(root);
+    if (!fl || !(fl->flags & FL_RUNNING) || fl->main.err_pending) {
+        return 0;
+    }
+    const fstep* top = fl->main.top;
+    /* a root-level step waiting for the host to take it has not begun */
+    return top == &fl->base || (top->parent == &fl->base && fl->main.in_host_q && top->state == FS_EXEC) ||
+           main_completed(fl);
 }
 
 int futoin_steps_finish_done(FutoInAsyncSteps* root)

@@ -879,13 +879,22 @@ class AsyncSteps {
         this._rerun = false; // execute() called meanwhile
     }
 
+    /* a root-level call on a running root: true when it goes into the
+     * running flow, as futoin-asyncsteps appends to its queue then (none of
+     * its steps in progress; in production mode always); InternalError
+     * while a step is in progress; false: kept for the next execute() */
     _checkIdle() {
-        if (this._running && !isProduction && !this._cancelling) {
-            settle(this);
-            if (this._running) {
-                this.error('InternalError', 'Top level add in execution');
-            }
+        if (!this._running || this._cancelling) {
+            return false;
         }
+        settle(this);
+        if (!this._running) {
+            return false;
+        }
+        if (isProduction || N.atTop(this._h)) {
+            return true;
+        }
+        this.error('InternalError', 'Top level add in execution');
     }
 
     /* a C root now (binary(), sync objects, loops, C steps before execute()) */
@@ -915,7 +924,10 @@ class AsyncSteps {
             N.add(this._h, register(func, onerror), hasEh(onerror));
             return this;
         }
-        this._checkIdle();
+        if (this._checkIdle()) {
+            N.add(this._h, register(func, onerror), hasEh(onerror));
+            return this;
+        }
         this._ops.push(Q_ADD, func, onerror);
         return this;
     }
@@ -927,7 +939,10 @@ class AsyncSteps {
             fn(this);
             return this;
         }
-        this._checkIdle();
+        if (this._checkIdle()) {
+            fn(this);
+            return this;
+        }
         this._ops.push(Q_CALL, fn, copy);
         this._slow = true;
         return this;
@@ -938,7 +953,9 @@ class AsyncSteps {
         if (this._foreign || this._direct) {
             return new ParallelStep(this, N.parallel(this._h, register(undefined, onerror), hasEh(onerror)));
         }
-        this._checkIdle();
+        if (this._checkIdle()) {
+            return new ParallelStep(this, N.parallel(this._h, register(undefined, onerror), hasEh(onerror)));
+        }
         const p = new ParallelStep(this, undefined);
         this._ops.push(Q_PAR, p, onerror);
         return p;

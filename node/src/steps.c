@@ -789,7 +789,7 @@ static hslot* handle_or_throw(napi_env env, jsenv* e, napi_value v, int kinds)
  * runs, as the JS library's sanity check */
 static FutoInAsyncSteps* target_of(napi_env env, hslot* h)
 {
-    if (h->kind == HK_ROOT && h->root->running && !h->root->e->production) {
+    if (h->kind == HK_ROOT && h->root->running && !h->root->e->production && !futoin_steps_at_top(h->bsi)) {
         js_throw_error(env, "InternalError", "Top level add in execution");
         return NULL;
     }
@@ -1319,6 +1319,18 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* atTop(h) -> whether none of the steps of the running root h's flow is in
+ * progress (futoin_steps_at_top(): a root add() appends to the flow then) */
+static napi_value n_at_top(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    js_flush_ops(e);
+    hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
+    napi_value out;
+    NAPI_OK(napi_get_boolean(env, h && h->root->running && futoin_steps_at_top(h->bsi), &out));
+    return out;
+}
+
 /* finishDone(h) -> whether the running root h's flow ended now: all its
  * steps completed, the last by a success() from outside (drainFin() tells JS) */
 static napi_value n_finish_done(napi_env env, napi_callback_info info)
@@ -1835,6 +1847,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"hostNext", n_host_next},
             {"hostDone", n_host_done},
             {"awaited", n_awaited},
+            {"atTop", n_at_top},
             {"flowNow", n_flow_now},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},

@@ -488,3 +488,46 @@ test('error() with an error_info whose conversion throws still fails the step', 
     assert.strictEqual(r.err, 'Odd');
     assert.strictEqual(r.state.error_info, odd);
 });
+
+test('a root add() between the steps of its running flow appends to that flow, as futoin-asyncsteps', T, async () => {
+    // its step completed from outside: no step of the flow is on the stack
+    const trace = [];
+    const done = deferred();
+    let waiting;
+    const root = $as();
+    root.add((as) => {
+        waiting = as;
+        as.waitExternal();
+    });
+    root.add((as) => trace.push('B'));
+    root.execute();
+    waiting.success();
+    root.add((as) => {
+        trace.push('C');
+        done.resolve();
+    });
+    await done.promise;
+    assert.deepStrictEqual(trace, ['B', 'C']);
+});
+
+test('NODE_ENV=production: a root add() inside a step of its flow appends to the running flow, as futoin-asyncsteps', () => {
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const ran = [];
+        const root = $as();
+        root.add((as) => {
+            root.add((as) => {
+                ran.push('added');
+                console.log(JSON.stringify(ran));
+            });
+        });
+        root.add((as) => ran.push('second'));
+        root.execute();
+    `;
+    const res = spawnSync(process.execPath, ['-e', script], {
+        env: { ...process.env, NODE_ENV: 'production' },
+        encoding: 'utf8',
+    });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.deepStrictEqual(JSON.parse(res.stdout), ['second', 'added']);
+});

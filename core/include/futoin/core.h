@@ -198,6 +198,11 @@ FUTOIN_API int futoin_steps_unwind_now(FutoInAsyncSteps* root);
  * Runs no step. Returns 1 when it ended, 0 otherwise (also inside the
  * tool's own callbacks or on another thread). */
 FUTOIN_API int futoin_steps_finish_done(FutoInAsyncSteps* root);
+/* 1 when root's flow runs but none of its steps is in progress on its main
+ * strand (between two root-level steps, the last one completed from outside
+ * or not begun yet): the JS reference's add() on such a root appends to the
+ * running flow, and add() on a running root appends to its queue here too. */
+FUTOIN_API int futoin_steps_at_top(FutoInAsyncSteps* root);
 /* An error raised from outside on the step root's running flow waits at:
  * the innermost step of its main sequence (a step waiting for an event, to
  * enter a sync object, or for its parallel branches), as the JS reference's
