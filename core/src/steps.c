@@ -1683,9 +1683,8 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
 }
 
 /* fl's main sequence holds only steps that completed: its innermost step
- * by a success() from outside, every step around it with nothing queued */
-/* the main strand's steps completed from outside all the way up to the
- * root (the next turn only pops them) */
+ * by a success() from outside, every step around it with nothing queued
+ * (the next turn only pops them) */
 static int main_completed(const fflow* fl)
 {
     const fstrand* st = &fl->main;
@@ -1751,9 +1750,9 @@ int futoin_steps_fail_waiting(FutoInAsyncSteps* root, const char* code, const ch
     return 1;
 }
 
-/* inside_host_step: the host may be running a step it took (no engine
- * frame is on the stack then) */
-/* strand st of flow fl goes on now if it is queued to */
+/* strand st of flow fl goes on now if it is queued to. inside_host_step:
+ * the host may be running a step it took (no engine frame is on the stack
+ * then) */
 static int strand_burst(fflow* fl, fstrand* st, int inside_host_step)
 {
     FutoInAsyncTool* t = fl->tool;
