@@ -1319,28 +1319,29 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     return out;
 }
 
-/* atTop(h) -> whether none of the steps of the running root h's flow is in
- * progress (futoin_steps_at_top(): a root add() appends to the flow then) */
-static napi_value n_at_top(napi_env env, napi_callback_info info)
+/* query(h's C root) for the running root h, false for any other handle */
+static napi_value running_root_query(napi_env env, napi_callback_info info, int (*query)(FutoInAsyncSteps* root))
 {
     GET_ARGS(1);
     js_flush_ops(e);
     hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
     napi_value out;
-    NAPI_OK(napi_get_boolean(env, h && h->root->running && futoin_steps_at_top(h->bsi), &out));
+    NAPI_OK(napi_get_boolean(env, h != NULL && h->root->running && query(h->bsi), &out));
     return out;
+}
+
+/* atTop(h) -> whether none of the steps of the running root h's flow is in
+ * progress (futoin_steps_at_top(): a root add() appends to the flow then) */
+static napi_value n_at_top(napi_env env, napi_callback_info info)
+{
+    return running_root_query(env, info, futoin_steps_at_top);
 }
 
 /* finishDone(h) -> whether the running root h's flow ended now: all its
  * steps completed, the last by a success() from outside (drainFin() tells JS) */
 static napi_value n_finish_done(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(1);
-    js_flush_ops(e);
-    hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
-    napi_value out;
-    NAPI_OK(napi_get_boolean(env, h != NULL && h->root->running && futoin_steps_finish_done(h->bsi), &out));
-    return out;
+    return running_root_query(env, info, futoin_steps_finish_done);
 }
 
 /* failWaiting(h, code, info) -> whether raised: error() on the running
