@@ -18,7 +18,7 @@
 #ifndef FUTOIN_BINARYSTEPS_H
 #define FUTOIN_BINARYSTEPS_H
 
-#include <futoin/binaryval.h>
+#include "binaryval.h" /* beside this file, as in the reference */
 
 #ifdef __cplusplus
 extern "C" {
