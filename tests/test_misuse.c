@@ -456,6 +456,72 @@ static void dying_tool_runs_no_burst(void** s)
     as->api->free(as); /* the last: the tool goes */
 }
 
+/* a call on an outer step's interface while its sub-step runs is
+ * out of bounds: the running sub-step fails with InternalError, as the
+ * reference's sanity check throws there (not silently ignored) */
+static FutoInAsyncSteps* g_outer;
+static void cancel_noop(FutoInAsyncSteps* bsi, void* d)
+{
+    (void)bsi;
+    (void)d;
+}
+static int g_outer_call;
+static void m_outer_call(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)bsi;
+    (void)d;
+    (void)a;
+    FutoInAsyncSteps* o = g_outer;
+    switch (g_outer_call) {
+    case 0:
+        o->api->add(o, NULL, f_trace, NULL);
+        break;
+    case 1:
+        o->api->success(o, NULL);
+        break;
+    case 2:
+        o->api->setTimeout(o, 5);
+        break;
+    case 3:
+        o->api->waitExternal(o);
+        break;
+    case 4:
+        o->api->handle_error(o, "Mine", NULL);
+        break;
+    case 5:
+        o->api->breakLoop(o, NULL);
+        break;
+    default:
+        o->api->setCancel(o, NULL, cancel_noop);
+        break;
+    }
+}
+MISUSE_STEP(m_outer, {
+    g_outer = bsi;
+    bsi->api->add(bsi, NULL, m_outer_call, NULL);
+})
+
+static void outer_step_calls_fail_the_running_sub_step(void** s)
+{
+    (void)s;
+    static const char* const expect[] = {
+            "InternalError:add() on an outer step while its sub-steps run",
+            "InternalError:success() on an outer step while its sub-steps run",
+            "InternalError:setTimeout() on an outer step while its sub-steps run",
+            "InternalError:waitExternal() on an outer step while its sub-steps run",
+            "InternalError:handle_error() on an outer step while its sub-steps run",
+            "InternalError:breakLoop() on an outer step while its sub-steps run",
+            "InternalError:setCancel() on an outer step while its sub-steps run",
+    };
+    for (g_outer_call = 0; g_outer_call < 7; ++g_outer_call) {
+        trace_reset();
+        run_misuse(m_outer);
+        char want[256];
+        snprintf(want, sizeof(want), "%s|unhandled:%s", expect[g_outer_call], expect[g_outer_call]);
+        assert_trace(want);
+    }
+}
+
 static void sync_without_api(void** s)
 {
     (void)s;
@@ -497,6 +563,7 @@ int main(void)
             T(root_cancelled_inside_step),
             T(root_used_by_its_cleanup_while_freed),
             T(sync_without_api),
+            T(outer_step_calls_fail_the_running_sub_step),
     };
     return cmocka_run_group_tests_name("misuse", tests, NULL, NULL);
 }

@@ -231,7 +231,9 @@ static void api_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
      * the loop thread (a deadline pushed back on progress), as setCancel()
      * may be set then */
     if (!in_callback_or_waiting(s)) {
-        feng_misuse(s, "setTimeout() outside of a step callback");
+        if (!feng_outer_misuse(s, "setTimeout()")) {
+            feng_misuse(s, "setTimeout() outside of a step callback");
+        }
         return;
     }
     feng_set_timeout(s, timeout_ms);
@@ -248,7 +250,9 @@ static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_c
         return;
     }
     if (!feng_in_callback(s) && s->state != FS_WAIT) {
-        feng_misuse(s, "setCancel() outside of a step callback");
+        if (!feng_outer_misuse(s, "setCancel()")) {
+            feng_misuse(s, "setCancel() outside of a step callback");
+        }
         return;
     }
     s->on_cancel = ch;
@@ -264,7 +268,7 @@ static void api_wait_external(FutoInAsyncSteps* bsi)
     }
     if (!feng_in_callback(s)) {
         /* a step that waits already: nothing to do, as in futoin-asyncsteps */
-        if (s->state != FS_WAIT) {
+        if (s->state != FS_WAIT && !feng_outer_misuse(s, "waitExternal()")) {
             feng_misuse(s, "waitExternal() outside of a step callback");
         }
         return;
@@ -331,14 +335,17 @@ static void api_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
     }
 }
 
-static void loop_ctl(FutoInAsyncSteps* bsi, const char* code, const char* label, const char* slot)
+static void loop_ctl(FutoInAsyncSteps* bsi, const char* code, const char* label, const char* name,
+                     const char* slot)
 {
     fstep* s = live(bsi, slot);
     if (!s) {
         return;
     }
     if (!in_callback_or_waiting(s)) {
-        feng_misuse(s, slot);
+        if (!feng_outer_misuse(s, name)) {
+            feng_misuse(s, slot);
+        }
         return;
     }
     feng_error(s, code, label ? label : "");
@@ -346,12 +353,12 @@ static void loop_ctl(FutoInAsyncSteps* bsi, const char* code, const char* label,
 
 static void api_break_loop(FutoInAsyncSteps* bsi, const char* label)
 {
-    loop_ctl(bsi, FUTOIN_ERR_LOOP_BREAK, label, "breakLoop() outside of a step callback");
+    loop_ctl(bsi, FUTOIN_ERR_LOOP_BREAK, label, "breakLoop()", "breakLoop() outside of a step callback");
 }
 
 static void api_continue_loop(FutoInAsyncSteps* bsi, const char* label)
 {
-    loop_ctl(bsi, FUTOIN_ERR_LOOP_CONT, label, "continueLoop() outside of a step callback");
+    loop_ctl(bsi, FUTOIN_ERR_LOOP_CONT, label, "continueLoop()", "continueLoop() outside of a step callback");
 }
 
 static void api_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)

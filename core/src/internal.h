@@ -375,6 +375,7 @@ FTN_HIDDEN void* feng_host_data(fstep* s);
 FTN_HIDDEN void feng_success(fstep* s, FutoInArgs* args);
 FTN_HIDDEN void feng_error(fstep* s, const char* code, const char* info);
 FTN_HIDDEN void feng_misuse(fstep* s, const char* what);
+FTN_HIDDEN int feng_outer_misuse(fstep* s, const char* slot);
 /* a step that waits while its flow already fails there (an error from
  * outside, a Timeout, is pending): nothing may complete it any more */
 FTN_HIDDEN int feng_wait_failing(FutoInAsyncSteps* bsi);

@@ -969,6 +969,21 @@ void feng_misuse(fstep* s, const char* what)
     fprintf(stderr, "futoin: InternalError: %s (ignored)\n", what);
 }
 
+/* `slot` called on the interface of an outer step while a sub-step of its
+ * sequence runs its callback: that sub-step fails with InternalError, as
+ * the reference's sanity check throws from it. 1 when it did. */
+int feng_outer_misuse(fstep* s, const char* slot)
+{
+    fstep* top = s->strand ? s->strand->top : NULL;
+    if (!top || top == s || !feng_in_callback(top) || !ftool_is_loop_thread(s->flow->tool)) {
+        return 0;
+    }
+    char what[80];
+    snprintf(what, sizeof(what), "%s on an outer step while its sub-steps run", slot);
+    feng_misuse(top, what);
+    return 1;
+}
+
 fstep* feng_add(fstep* s, int kind, void* data)
 {
     switch (s->state) {
@@ -986,6 +1001,9 @@ fstep* feng_add(fstep* s, int kind, void* data)
         break;
     case FS_QUEUED:
         if (s->kind != FK_PARALLEL) {
+            if (feng_outer_misuse(s, kind == FK_PARALLEL ? "parallel()" : "add()")) {
+                return NULL;
+            }
             feng_misuse(s, "add() on a queued step");
             return NULL;
         }
@@ -993,6 +1011,9 @@ fstep* feng_add(fstep* s, int kind, void* data)
     default:
         if (s->kind == FK_ROOT) {
             break;
+        }
+        if (feng_outer_misuse(s, kind == FK_PARALLEL ? "parallel()" : "add()")) {
+            return NULL;
         }
         feng_misuse(s, "add() on a completed step");
         return NULL;
@@ -1047,6 +1068,9 @@ void feng_success(fstep* s, FutoInArgs* args)
         if (args) {
             fargs_reset(args);
         }
+        if (feng_outer_misuse(s, "success()")) {
+            return;
+        }
         fprintf(stderr, "futoin: InternalError: success() on an inactive step (ignored)\n");
         return;
     }
@@ -1072,6 +1096,9 @@ void feng_error(fstep* s, const char* code, const char* info)
         s->flags |= F_ERROR;
         strand_set_code(s->strand, code);
         fflow_set_info(s->flow, info);
+        return;
+    }
+    if (feng_outer_misuse(s, "handle_error()")) {
         return;
     }
     feng_external_error(s, code, info);

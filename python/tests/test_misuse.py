@@ -220,6 +220,22 @@ def test_error_after_success(virtual_tool):
     internal_error_of(virtual_tool, step)
 
 
+@pytest.mark.parametrize("call", [
+    lambda outer: outer.add(noop),
+    lambda outer: outer.success(1),
+    lambda outer: outer.set_timeout(5),
+    lambda outer: outer.wait_external(),
+    lambda outer: outer.set_cancel(noop),
+    lambda outer: outer.parallel(),
+], ids=["add", "success", "set_timeout", "wait_external", "set_cancel", "parallel"])
+def test_call_on_the_outer_step_fails_the_running_sub_step(virtual_tool, call):
+    # as the JS reference's sanity check: not ignored with a line on stderr
+    def step(outer):
+        outer.add(lambda inner: call(outer))
+
+    assert "outer step" in internal_error_of(virtual_tool, step)
+
+
 def test_execute_on_a_step(virtual_tool):
     def step(as_):
         as_.execute()
