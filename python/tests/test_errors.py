@@ -394,3 +394,18 @@ def test_exception_with_broken_str(virtual_tool):
         as_.run()
     assert ei.value.code == "BadStr"
     assert ei.value.last_exception is exc
+
+
+def test_flow_error_of_an_exception_chains_it_as_cause(virtual_tool):
+    # the traceback of run()/await shows the failing line in the step
+    exc = CustomError("deep")
+
+    def step(as_):
+        raise exc
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step)
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.__cause__ is exc
+    assert ei.value.last_exception is exc

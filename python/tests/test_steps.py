@@ -1088,3 +1088,26 @@ def test_async_def_steps_are_refused_clearly(virtual_tool):
     with pytest.raises(FutoInError) as ei:
         as_.run()
     assert ei.value.code == "TypeError" and "await_" in ei.value.info
+
+
+def test_arity_of_partial_and_callable_objects(virtual_tool):
+    # a step may take fewer parameters than the values it receives (README),
+    # also through functools.partial and an object's __call__
+    import functools
+
+    got = []
+
+    def three(tag, as_, a):
+        got.append((tag, a))
+
+    class Step:
+        def __call__(self, as_, a, b):
+            got.append(("obj", a, b))
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(lambda as_: as_.success(1, 2, 3))
+    as_.add(functools.partial(three, "partial"))
+    as_.add(lambda as_: as_.success(4, 5, 6))
+    as_.add(Step())
+    as_.run()
+    assert got == [("partial", 1), ("obj", 4, 5)]

@@ -491,3 +491,56 @@ def test_isync_adapter_attribute_dropped_while_locked(virtual_tool):
     obj.waiting.success()
     virtual_tool.run()
     assert calls == ["lock", "unlock"]
+
+
+def test_isync_that_implements_the_spec_sync_method_is_called(virtual_tool):
+    # spec 1.11.3: ISync is sync(as, execute_callback[, error_callback]);
+    # as_.sync(obj, f) calls obj.sync(as_, f, onerror), as the JS reference
+    log = []
+
+    class Wrapping(ISync):
+        def sync(self, as_, func, onerror=None):
+            log.append("sync")
+            as_.add(lambda as_: log.append("before"))
+            as_.add(func, onerror)
+            as_.add(lambda as_: log.append("after"))
+
+    class Duck:
+        def sync(self, as_, func, onerror=None):
+            log.append("duck")
+            as_.add(func, onerror)
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(Wrapping(), lambda as_: log.append("inside"))
+    as_.sync(Duck(), lambda as_: log.append("duck inside"))
+    as_.run()
+    assert log == ["sync", "duck", "before", "inside", "after", "duck inside"]
+
+
+def test_isync_sync_of_the_base_uses_lock_and_unlock(virtual_tool):
+    log = []
+
+    class Locking(ISync):
+        def lock(self, as_):
+            log.append("lock")
+
+        def unlock(self, as_):
+            log.append("unlock")
+
+        def sync(self, as_, func, onerror=None):
+            log.append("sync")
+            return super().sync(as_, func, onerror)
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(Locking(), lambda as_: log.append("inside"))
+    as_.run()
+    assert log == ["sync", "lock", "inside", "unlock"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Mutex(0), lambda: Throttle(0), lambda: Limiter(concurrent=0), lambda: Limiter(rate=0),
+], ids=["Mutex(0)", "Throttle(0)", "Limiter(concurrent=0)", "Limiter(rate=0)"])
+def test_zero_capacity_is_a_value_error(make):
+    # it was silently taken as 1
+    with pytest.raises(ValueError):
+        make()

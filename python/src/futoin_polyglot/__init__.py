@@ -292,10 +292,17 @@ class AsyncSteps(AsyncStepsBase):
 
     def sync(self, obj, func, onerror=None) -> "AsyncSteps":
         """``func`` as a step under ``obj`` (a Mutex, Throttle, Limiter or any
-        ISync; spec 2.2.1)."""
-        if isinstance(obj, _CoreSync):
-            obj._use_on(self._tool)
-        return AsyncStepsBase.sync(self, obj, func, onerror)
+        ISync; spec 2.2.1): ``obj.sync(as_, func, onerror)`` when ``obj``
+        has its own ``sync()`` (the spec's ISync), else its ``lock()`` /
+        ``unlock()``."""
+        own = getattr(type(obj), "sync", None)
+        if own is None or own is ISync.sync:
+            return _sync_locked(self, obj, func, onerror)
+        _check_callable(func)
+        if onerror is not None:
+            _check_callable(onerror, "onerror")
+        obj.sync(self, func, onerror)
+        return self
 
     def await_(self, awaitable, onerror=None) -> "AsyncSteps":
         """Wait for a coroutine or future as a step (spec 1.13). Its result
@@ -576,13 +583,13 @@ class StepHandle:
 
 # ---- synchronization ----
 
-def _check_count(name, value, allow_none=False):
+def _check_count(name, value, allow_none=False, minimum=0):
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < 0 or value > 0xFFFFFFFF:
-        raise ValueError(f"{name} must be between 0 and 4294967295")
+    if value < minimum or value > 0xFFFFFFFF:
+        raise ValueError(f"{name} must be between {minimum} and 4294967295")
 
 
 class ISync:
@@ -599,7 +606,15 @@ class ISync:
         pass
 
     def sync(self, as_, func, onerror=None):
-        return as_.sync(self, func, onerror)
+        """The spec's ISync call: ``func`` as a step of ``as_`` between
+        ``lock()`` and ``unlock()``; a subclass may wrap it."""
+        return _sync_locked(as_, self, func, onerror)
+
+
+def _sync_locked(as_, obj, func, onerror):
+    if isinstance(obj, _CoreSync):
+        obj._use_on(as_._tool)
+    return AsyncStepsBase.sync(as_, obj, func, onerror)
 
 
 class _CoreSync(ISync):
@@ -638,7 +653,7 @@ class Mutex(_CoreSync):
     waiting flows (None: unlimited), beyond that DefenseRejected."""
 
     def __init__(self, max: int = 1, max_queue=None, tool=None):
-        _check_count("max", max)
+        _check_count("max", max, minimum=1)
         _check_count("max_queue", max_queue, True)
         super().__init__(tool, lambda t: _mutex_new(t, max, max_queue))
 
@@ -647,7 +662,7 @@ class Throttle(_CoreSync):
     """At most ``max`` entries per ``period_ms``."""
 
     def __init__(self, max: int, period_ms: int = 1000, max_queue=None, tool=None):
-        _check_count("max", max)
+        _check_count("max", max, minimum=1)
         _check_count("period_ms", period_ms)
         _check_count("max_queue", max_queue, True)
         super().__init__(tool, lambda t: _throttle_new(t, max, period_ms, max_queue))
@@ -658,7 +673,7 @@ class Limiter(_CoreSync):
 
     def __init__(self, concurrent: int = 1, max_queue: int = 0, rate: int = 1, period_ms: int = 1000,
                  burst: int = 0, tool=None):
-        for name, v in (("concurrent", concurrent), ("max_queue", max_queue), ("rate", rate),
-                        ("period_ms", period_ms), ("burst", burst)):
-            _check_count(name, v)
+        for name, v, low in (("concurrent", concurrent, 1), ("max_queue", max_queue, 0), ("rate", rate, 1),
+                             ("period_ms", period_ms, 0), ("burst", burst, 0)):
+            _check_count(name, v, minimum=low)
         super().__init__(tool, lambda t: _limiter_new(t, concurrent, max_queue, rate, period_ms, burst))

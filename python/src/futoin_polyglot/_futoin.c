@@ -541,6 +541,39 @@ static void pyfrag_drop_old_runs(StepsObject* root)
     }
 }
 
+static int is_partial(PyObject* o)
+{
+    static PyObject* partial_type; /* functools.partial, looked up once */
+    if (!partial_type) {
+        PyObject* ft = PyImport_ImportModule("functools");
+        partial_type = ft ? PyObject_GetAttrString(ft, "partial") : NULL;
+        Py_XDECREF(ft);
+        if (!partial_type) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return PyObject_TypeCheck(o, (PyTypeObject*)partial_type);
+}
+
+/* the plain function a class defines as __call__ (borrowed: its class keeps
+ * it), or NULL (none, a builtin, a staticmethod or other descriptor) */
+static PyObject* own_call(PyObject* o)
+{
+    PyObject* mro = Py_TYPE(o)->tp_mro;
+    if (!mro || !PyTuple_Check(mro) || !(Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+        PyObject* d = ((PyTypeObject*)PyTuple_GET_ITEM(mro, i))->tp_dict;
+        PyObject* c = d ? PyDict_GetItemString(d, "__call__") : NULL;
+        if (c) {
+            return PyFunction_Check(c) ? c : NULL;
+        }
+    }
+    return NULL;
+}
+
 /* Count positional parameters after the AsyncSteps one, JS-style leniency:
  * extra values are dropped, missing required ones are None. */
 static void arity_of(PyObject* func, int skip, int* nargs, int* nreq)
@@ -552,9 +585,34 @@ static void arity_of(PyObject* func, int skip, int* nargs, int* nreq)
     }
     PyObject* f = func;
     int bound = 0;
-    if (PyMethod_Check(f)) {
-        f = PyMethod_GET_FUNCTION(f);
-        bound = 1;
+    /* through bound methods, functools.partial and an object's __call__
+     * (the partial and the type keep what is looked up alive) */
+    for (int hop = 0; hop < 8 && !PyFunction_Check(f); ++hop) {
+        if (PyMethod_Check(f)) {
+            f = PyMethod_GET_FUNCTION(f);
+            bound += 1;
+        } else if (is_partial(f)) {
+            PyObject* inner = PyObject_GetAttrString(f, "func");
+            PyObject* pargs = PyObject_GetAttrString(f, "args");
+            PyObject* kw = PyObject_GetAttrString(f, "keywords");
+            int plain = inner && pargs && PyTuple_Check(pargs) && kw && PyDict_Check(kw) && !PyDict_GET_SIZE(kw);
+            bound += plain ? (int)PyTuple_GET_SIZE(pargs) : 0;
+            Py_XDECREF(inner);
+            Py_XDECREF(pargs);
+            Py_XDECREF(kw);
+            PyErr_Clear();
+            if (!plain) {
+                return; /* keywords may bind positional parameters: take all values */
+            }
+            f = inner;
+        } else {
+            PyObject* call = own_call(f);
+            if (!call) {
+                return;
+            }
+            f = call;
+            bound += 1;
+        }
     }
     if (!PyFunction_Check(f)) {
         return;

@@ -40,6 +40,8 @@ class FutoInError(Exception):
         self.code = code
         self.info = info if info is not None else ""
         self.last_exception = last_exception
+        if isinstance(last_exception, BaseException) and last_exception is not self:
+            self.__cause__ = last_exception  # the traceback shows where the flow failed
 
     def __str__(self) -> str:
         return f"{self.code}: {self.info}" if self.info else self.code
