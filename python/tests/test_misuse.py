@@ -608,3 +608,36 @@ def test_wrap_of_readable_memory_that_is_no_steps_is_a_value_error():
     with pytest.raises(ValueError):
         wrap(ctypes.addressof(fake))
     assert is_native(ctypes.addressof(fake)) is False
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: r.add(noop),
+    lambda r: r.parallel(),
+    lambda r: r.loop(noop),
+    lambda r: r.repeat(2, noop),
+    lambda r: r.success_step(1),
+], ids=["add", "parallel", "loop", "repeat", "success_step"])
+def test_root_level_call_on_a_running_root_is_an_internal_error(virtual_tool, call):
+    # as the JS reference: "Top level add in execution"; the step is not
+    # appended after the end of the flow (where promise() lost its error)
+    root = AsyncSteps(virtual_tool)
+    root.add(lambda as_: call(root))
+    root.add(lambda as_: as_.success("res"))
+    with pytest.raises(FutoInError) as ei:
+        root.run()
+    assert ei.value.code == errors.InternalError
+    assert ei.value.info == "Top level add in execution"
+
+
+def test_root_level_add_from_outside_fails_the_waiting_flow(virtual_tool):
+    seen = []
+    root = AsyncSteps(virtual_tool)
+    root.add(lambda as_: as_.wait_external(), lambda as_, code: seen.append((code, as_.state.error_info)))
+    root.execute(lambda as_, code: seen.append(("unhandled", code)))
+    virtual_tool.run()
+    with pytest.raises(FutoInError) as ei:
+        root.add(noop)
+    assert ei.value.code == errors.InternalError
+    virtual_tool.run()
+    assert seen == [("InternalError", "Top level add in execution"), ("unhandled", "InternalError")]
+    root.add(noop)  # idle again: steps for its next run

@@ -1107,6 +1107,37 @@ static int check_usable(StepsObject* self)
     return 0;
 }
 
+static PyObject* make_error(PyObject* code, PyObject* info);
+
+/* usable, and not a root whose flow runs: a root-level add() then is
+ * InternalError, as in the JS reference; from outside the flow's callbacks
+ * it fails the flow where it waits, as the reference's root error() */
+static int check_addable(StepsObject* self)
+{
+    if (check_usable(self)) {
+        return -1;
+    }
+    if (!self->owns || self->bsi->api->isValid(self->bsi)) {
+        return 0;
+    }
+    static const char code[] = "InternalError", info[] = "Top level add in execution";
+    PyObject* c = PyUnicode_FromString(code);
+    PyObject* i = c ? PyUnicode_FromString(info) : NULL;
+    PyObject* exc = i ? make_error(c, i) : NULL;
+    Py_XDECREF(c);
+    Py_XDECREF(i);
+    if (!exc) {
+        return -1;
+    }
+    if (futoin_steps_is_native(self->bsi) && on_loop_thread(self->bsi)) {
+        set_last_exception(self->bsi, exc, code, info);
+        futoin_steps_fail_waiting(self->bsi, code, info);
+    }
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return -1;
+}
+
 /* usable, and the interface of a step: success(), setTimeout() & co. on a
  * root of ours only printed a misuse line */
 static int check_step(StepsObject* self, const char* what)
@@ -1251,7 +1282,7 @@ static PyObject* Steps_add(StepsObject* self, PyObject* const* args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "add() missing the step function");
         return NULL;
     }
-    if (check_usable(self) || callable_or_none(func, "step function") || callable_or_none(onerror, "onerror")) {
+    if (check_addable(self) || callable_or_none(func, "step function") || callable_or_none(onerror, "onerror")) {
         return NULL;
     }
     if (func == Py_None) {
@@ -1284,7 +1315,7 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
     static char* kwlist[] = {"onerror", NULL};
     PyObject* onerror = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:parallel", kwlist, &onerror)
-        || check_usable(self) || callable_or_none(onerror, "onerror")) {
+        || check_addable(self) || callable_or_none(onerror, "onerror")) {
         return NULL;
     }
     pyfrag* f = NULL;
@@ -1515,7 +1546,7 @@ static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
     PyObject* func;
     PyObject* label = Py_None;
     const char* l;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:loop", kwlist, &func, &label) || check_usable(self)
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:loop", kwlist, &func, &label) || check_addable(self)
         || parse_label(label, &l)) {
         return NULL;
     }
@@ -1555,7 +1586,7 @@ static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
     PyObject* label = Py_None;
     const char* l;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "nO|O:repeat", kwlist, &count, &func, &label)
-        || check_usable(self) || parse_label(label, &l)) {
+        || check_addable(self) || parse_label(label, &l)) {
         overflow_is_value_error();
         return NULL;
     }
@@ -1751,7 +1782,7 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
 {
     static char* kwlist[] = {"obj", "func", "onerror", NULL};
     PyObject *obj, *func, *onerror = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:sync", kwlist, &obj, &func, &onerror) || check_usable(self)
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:sync", kwlist, &obj, &func, &onerror) || check_addable(self)
         || callable_or_none(onerror, "onerror")) {
         return NULL;
     }
