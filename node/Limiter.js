@@ -9,8 +9,9 @@ const { NativeSync, N, onTestTool, mutexFields, throttleFields } = require('./li
 const { numArg, timerMs } = require('./lib/common');
 
 const opt = (options, name, dflt) => {
-    const v = numArg(options[name]);
-    if (v === undefined || v === null || v === 0 && dflt !== 0) {
+    // any falsy setting (unset, 0, NaN, '', false) is the default there
+    const v = options[name] ? numArg(options[name]) : dflt;
+    if (v === dflt) {
         return dflt;
     }
     if (typeof v !== 'number' || !(v >= 0)) {

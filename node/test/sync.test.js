@@ -304,6 +304,17 @@ test('Limiter: defaults allow one flow and no queue', T, async () => {
     assert.deepStrictEqual(trace, ['a in', 'a out']);
 });
 
+test('Limiter: a falsy option (NaN of an unset setting, \'\', false) takes its default, as futoin-asyncsteps', T, async () => {
+    const lim = new Limiter({ concurrent: parseInt(undefined, 10), max_queue: '', rate: false, period_ms: NaN, burst: null });
+    assert.strictEqual(lim._mutex._max, 1);
+    assert.strictEqual(lim._mutex._max_queue, 0);
+    assert.strictEqual(lim._throttle._max, 1);
+    assert.strictEqual(lim._throttle._period_ms, 1000);
+    const trace = [];
+    const res = await Promise.all(['a', 'b'].map((n) => flow((as) => as.sync(lim, hold(trace, n)))));
+    assert.deepStrictEqual(res, [{ err: null }, { err: 'DefenseRejected', info: 'Mutex queue limit' }]);
+});
+
 test('Limiter: concurrency with a queue', T, async () => {
     const lim = new Limiter({ concurrent: 2, max_queue: 5, rate: 100, period_ms: 1000, burst: 5 });
     const trace = [];
