@@ -38,13 +38,14 @@ exports.cancelCall = function(handle) {
     }
 };
 
-exports.callImmediate = exports.callLater;
-exports.cancelImmediate = exports.cancelCall;
-
 /** Run the next event (a flow's turn, a timeout or a callLater() callback). */
 let thrown = null;
 
 exports.nextEvent = function() {
+    if (!N.testHas()) {
+        // as futoin-asyncsteps, whose queue's shift() gives undefined there
+        throw new TypeError('AsyncToolTest.nextEvent(): no event is queued');
+    }
     // 1: an event ran, 2: steps for JS to run; throws inside a cancel handler the test tool runs
     const r = N.testNext();
     const reg = require('./registry');
@@ -96,6 +97,10 @@ exports.run = function() {
         this.nextEvent();
     }
 };
+
+// aliases, last as in futoin-asyncsteps
+exports.callImmediate = exports.callLater;
+exports.cancelImmediate = exports.cancelCall;
 
 /* called from C when a callLater() event is due (not enumerable: the keys
  * are futoin-asyncsteps' ones) */

@@ -39,6 +39,17 @@ test('AsyncTool and AsyncToolTest have the keys of futoin-asyncsteps\' ones, no 
             'resetEvents', 'run']);
 });
 
+test('AsyncToolTest keys come in futoin-asyncsteps\' order (the immediate aliases last)', () => {
+    assert.deepStrictEqual(Object.keys($as.AsyncToolTest),
+        ['callLater', 'cancelCall', 'nextEvent', 'hasEvents', 'getEvents', 'resetEvents', 'run',
+            'callImmediate', 'cancelImmediate']);
+});
+
+test('nextEvent() with no event queued throws a TypeError, as futoin-asyncsteps', withTestTool(() => {
+    assert.strictEqual(AT.hasEvents(), false);
+    assert.throws(() => AT.nextEvent(), TypeError);
+}));
+
 test('AsyncTool: callLater/cancelCall and callImmediate/cancelImmediate on the real loop', T, async () => {
     const tool = $as.AsyncTool;
     const trace = [];
