@@ -980,9 +980,11 @@ class AsyncSteps {
         }
         const e = stateError(this.state, name, error_info, CUR_ROOT === this);
         if (!this._running) {
-            // as futoin-asyncsteps: the queued steps are dropped
+            // as futoin-asyncsteps: the queued steps are dropped, the
+            // state shows the (last run's) executed steps
             this._ops = [];
             this._slow = false;
+            this.state.async_stack = this._exec_stack;
         } else if (CUR_ROOT !== this && failWaiting(this, name, error_info)) {
             errorsNow(this);
         }

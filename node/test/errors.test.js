@@ -313,6 +313,13 @@ test('async_stack holds the executed step handlers, up to the failing one', T, a
     assert.strictEqual(stack[stack.length - 1], handler);
 });
 
+test('error() on an idle root leaves async_stack in its state too, as futoin-asyncsteps', () => {
+    const root = $as();
+    assert.throws(() => root.error('X', 'y'), /^Error: X$/);
+    assert.deepStrictEqual(Object.keys(root.state), ['error_info', 'last_exception', 'async_stack']);
+    assert.ok(Array.isArray(root.state.async_stack));
+});
+
 test('NODE_ENV=production: async_stack is an empty stand-in, as in futoin-asyncsteps', () => {
     // handlers that pass async_stack on (futoin-executor's notExpected
     // event) read its length there too
