@@ -409,3 +409,30 @@ def test_flow_error_of_an_exception_chains_it_as_cause(virtual_tool):
         as_.run()
     assert ei.value.__cause__ is exc
     assert ei.value.last_exception is exc
+
+
+def test_async_stack_holds_the_failing_step_and_the_handlers_of_this_run(virtual_tool):
+    # spec 1.7: an implementation-defined stack of step handler references
+    seen = []
+
+    def fail(as_):
+        as_.error("MyError")
+
+    def inner_handler(as_, code):
+        seen.append(list(as_.state.async_stack))
+
+    def outer_handler(as_, code):
+        seen.append(list(as_.state.async_stack))
+        as_.success()
+
+    def outer(as_):
+        as_.add(fail, inner_handler)
+
+    root = AsyncSteps(virtual_tool)
+    root.add(outer, outer_handler)
+    root.run()
+    assert seen == [[fail, inner_handler], [fail, inner_handler, outer_handler]]
+    root.add(lambda as_: as_.error("Again"), lambda as_, code: seen.append(len(as_.state.async_stack)))
+    with pytest.raises(FutoInError):
+        root.run()
+    assert seen[-1] == 2  # a new run starts a new stack

@@ -42,7 +42,9 @@ class State(dict):
     """Per-root state: a dict that also allows attribute access.
 
     ``error_info`` (str), ``last_exception`` and ``async_stack`` are kept by
-    the engine and refreshed whenever ``as_.state`` is read.
+    the engine and refreshed whenever ``as_.state`` is read. ``async_stack``
+    lists the Python step functions that failed and the error handlers
+    called in the current run (the last 256 at most).
     """
 
     __slots__ = ()

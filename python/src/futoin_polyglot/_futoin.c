@@ -900,6 +900,48 @@ static void last_exception_for(FutoInAsyncSteps* bsi, const char* code)
 
 /* ---- trampolines ---- */
 
+static void* state_dict_alloc(void* data);
+static void state_dict_cleanup(void* data, void* value);
+
+/* state.async_stack (spec 1.7, implementation-defined): the Python step
+ * functions that failed and the error handlers called, in this run (kept
+ * short: a loop recovering from errors for ever must not grow it for ever) */
+static void note_async_stack(FutoInAsyncSteps* bsi, PyObject* func)
+{
+    PyObject *et, *ev, *etb; /* the step's exception, raised into the flow next */
+    PyErr_Fetch(&et, &ev, &etb);
+    PyObject* d = bsi->api->stateVariable(bsi, NULL, "futoin.python.state", state_dict_alloc, state_dict_cleanup);
+    PyObject* l = d ? PyDict_GetItemString(d, "async_stack") : NULL;
+    if (d && (!l || !PyList_CheckExact(l))) {
+        l = PyList_New(0);
+        if (l && PyDict_SetItemString(d, "async_stack", l) != 0) {
+            Py_CLEAR(l);
+        }
+        Py_XDECREF(l); /* the dict holds it */
+    }
+    if (l) {
+        if (PyList_GET_SIZE(l) >= 256) {
+            PyList_SetSlice(l, 0, 128, NULL);
+        }
+        PyList_Append(l, func);
+    }
+    PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
+}
+
+/* a new run starts a new async_stack (its old list may be kept by code) */
+static void reset_async_stack(FutoInAsyncSteps* bsi)
+{
+    PyObject* d = bsi->api->stateVariable(bsi, NULL, "futoin.python.state", NULL, NULL);
+    if (d && PyDict_GetItemString(d, "async_stack")) {
+        PyObject* l = PyList_New(0);
+        if (!l || PyDict_SetItemString(d, "async_stack", l) != 0) {
+            PyErr_Clear();
+        }
+        Py_XDECREF(l);
+    }
+}
+
 static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const FutoInArgs* args,
                       PyObject* extra)
 {
@@ -986,6 +1028,7 @@ static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const Fu
         PyMem_Free(argv);
     }
     if (!r) {
+        note_async_stack(bsi, func);
         raise_into_flow(bsi);
     } else {
         Py_DECREF(r);
@@ -1006,6 +1049,7 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
     PyGILState_STATE g = PyGILState_Ensure();
     pyfrag* f = data;
     last_exception_for(bsi, code);
+    note_async_stack(bsi, f->onerror);
     PyObject* c = str_of(code);
     if (c) {
         StepsObject* v = view_new(bsi, f->tool);
@@ -2136,6 +2180,7 @@ static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
     }
     if (idle) {
         pyfrag_drop_old_runs(self);
+        reset_async_stack(self->bsi);
     }
     pyfrag* f = NULL;
     if (eh != Py_None) {
