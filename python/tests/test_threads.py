@@ -403,3 +403,36 @@ def test_handle_cancel_from_another_thread_is_refused():
     assert h.is_valid()
     tool.run()
     assert fired == [1]
+
+
+def test_blocking_isync_lock_completed_by_another_thread():
+    # the lock's step view, held by the thread, keeps run() waiting for it
+    from futoin_polyglot import ISync
+
+    timers = []
+
+    class Remote(ISync):
+        def lock(self, as_):
+            as_.wait_external()
+            t = threading.Timer(0.02, as_.success)
+            timers.append(t)
+            t.start()
+
+    as_ = AsyncSteps(Tool())
+    as_.sync(Remote(), lambda as_: as_.success("inside"))
+    assert as_.run() == "inside"
+    timers[0].join()
+
+
+def test_blocking_run_that_gives_up_cancels_its_flow():
+    # nothing can complete it: run() raises, and the flow does not stay
+    # running (its cancel handlers run, the root takes a new run)
+    cancelled = []
+    as_ = AsyncSteps(Tool())
+    as_.add(lambda as_: as_.set_cancel(lambda as_: cancelled.append(True)))
+    with pytest.raises(FutoInError) as ei:
+        as_.run()
+    assert ei.value.code == "InternalError" and "did not complete" in ei.value.info
+    assert cancelled == [True]
+    as_.add(lambda as_: as_.success(5))
+    assert as_.run() == 5

@@ -427,6 +427,8 @@ class AsyncSteps(AsyncStepsBase):
         if box.get("cancelled"):
             raise concurrent.futures.CancelledError("the flow was cancelled")
         if "result" not in box:
+            if _running.get(key) is self:
+                self.cancel()  # its cancel handlers run; the root takes a new run
             raise FutoInError(errors.InternalError,
                               "the flow did not complete: it waits for an external event, nothing is "
                               "scheduled and no other Python thread holds a step of it (C code "

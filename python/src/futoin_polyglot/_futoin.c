@@ -359,6 +359,21 @@ typedef struct ToolObject
 
 static ToolObject* g_tools;
 
+/* the Tool whose core tool runs bsi's flow (Py_None: another provider's
+ * pointer, or none of ours), borrowed */
+static PyObject* tool_object_of(FutoInAsyncSteps* bsi)
+{
+    if (futoin_steps_is_native(bsi)) {
+        FutoInAsyncTool* t = futoin_steps_tool(bsi);
+        for (ToolObject* o = g_tools; o; o = o->tl_next) {
+            if (o->tool == t) {
+                return (PyObject*)o;
+            }
+        }
+    }
+    return Py_None;
+}
+
 /* One spare view: a callback that did not keep its view gives it back, so
  * a run of steps reuses one object instead of allocating a view per step. */
 static StepsObject* g_spare_view;
@@ -1669,14 +1684,8 @@ static void pysync_call(FutoInAsyncSteps* bsi, FutoInSync* sync, const char* met
 {
     PyGILState_STATE g = PyGILState_Ensure();
     pysync* s = (pysync*)sync;
-    PyObject* tool = PyObject_GetAttrString(s->obj, "_tool");
-    if (!tool) {
-        PyErr_Clear();
-        tool = Py_None;
-        Py_INCREF(tool);
-    }
-    StepsObject* v = view_new(bsi, tool);
-    Py_DECREF(tool);
+    /* the flow's tool: a view kept by another thread keeps its run() waiting */
+    StepsObject* v = view_new(bsi, tool_object_of(bsi));
     if (v) {
         v->in_cb = 1;
         PyObject* r = PyObject_CallMethod(s->obj, method, "O", v);
@@ -3316,15 +3325,8 @@ static PyObject* mod_wrap(PyObject* m, PyObject* args)
         PyErr_SetString(PyExc_ValueError, "wrap(): not a FutoInAsyncSteps* (no API table with add() there)");
         return NULL;
     }
-    if (tool == Py_None && futoin_steps_is_native(p)) {
-        /* a pointer of this core: its flows run on one of our tools */
-        FutoInAsyncTool* t = futoin_steps_tool(p);
-        for (ToolObject* o = g_tools; o; o = o->tl_next) {
-            if (o->tool == t) {
-                tool = (PyObject*)o;
-                break;
-            }
-        }
+    if (tool == Py_None) {
+        tool = tool_object_of(p);
     }
     return (PyObject*)view_new(p, tool);
 }
