@@ -103,6 +103,7 @@ def test_builtin_exceptions(virtual_tool, exc, code, info):
         as_.run()
     assert (ei.value.code, ei.value.info) == (code, info)
     assert ei.value.last_exception is exc
+    assert ei.value.__cause__ is exc  # the traceback shows the failing line in the step
 
 
 def test_raising_futoin_error_directly_keeps_code(virtual_tool):
@@ -393,21 +394,6 @@ def test_exception_with_broken_str(virtual_tool):
     with pytest.raises(FutoInError) as ei:
         as_.run()
     assert ei.value.code == "BadStr"
-    assert ei.value.last_exception is exc
-
-
-def test_flow_error_of_an_exception_chains_it_as_cause(virtual_tool):
-    # the traceback of run()/await shows the failing line in the step
-    exc = CustomError("deep")
-
-    def step(as_):
-        raise exc
-
-    as_ = AsyncSteps(virtual_tool)
-    as_.add(step)
-    with pytest.raises(FutoInError) as ei:
-        as_.run()
-    assert ei.value.__cause__ is exc
     assert ei.value.last_exception is exc
 
 
