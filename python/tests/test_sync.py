@@ -544,3 +544,24 @@ def test_zero_capacity_is_a_value_error(make):
     # it was silently taken as 1
     with pytest.raises(ValueError):
         make()
+
+
+def test_isync_whose_sync_calls_as_sync_with_itself_locks_once(virtual_tool):
+    # the pattern of the old base class: no endless recursion
+    log = []
+
+    class Logging(ISync):
+        def lock(self, as_):
+            log.append("lock")
+
+        def unlock(self, as_):
+            log.append("unlock")
+
+        def sync(self, as_, func, onerror=None):
+            log.append("sync")
+            return as_.sync(self, func, onerror)
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.sync(Logging(), lambda as_: log.append("inside"))
+    as_.run()
+    assert log == ["sync", "lock", "inside", "unlock"]

@@ -298,12 +298,18 @@ class AsyncSteps(AsyncStepsBase):
         has its own ``sync()`` (the spec's ISync), else its ``lock()`` /
         ``unlock()``."""
         own = getattr(type(obj), "sync", None)
-        if own is None or own is ISync.sync:
+        key = (id(self), id(obj))
+        if own is None or own is ISync.sync or key in _in_sync:
+            # (an obj.sync() calling as_.sync(obj) again: its lock() / unlock())
             return _sync_locked(self, obj, func, onerror)
         _check_callable(func)
         if onerror is not None:
             _check_callable(onerror, "onerror")
-        obj.sync(self, func, onerror)
+        _in_sync.add(key)
+        try:
+            obj.sync(self, func, onerror)
+        finally:
+            _in_sync.discard(key)
         return self
 
     def await_(self, awaitable, onerror=None) -> "AsyncSteps":
@@ -613,6 +619,9 @@ class ISync:
         """The spec's ISync call: ``func`` as a step of ``as_`` between
         ``lock()`` and ``unlock()``; a subclass may wrap it."""
         return _sync_locked(as_, self, func, onerror)
+
+
+_in_sync = set()  # (as_, obj) ids whose obj.sync() runs now
 
 
 def _sync_locked(as_, obj, func, onerror):
