@@ -485,6 +485,52 @@ static void cancelled_callback_on_cancel_only(void** state)
     futoin_steps_set_cancelled(NULL, on_cancelled, NULL);
 }
 
+/* a step that traces its flow's host data, from a sub-step and a branch too */
+static void trace_host_data(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    const char* hd = futoin_steps_host_data(bsi);
+    trace("%s:%s", (const char*)data, hd ? hd : "-");
+}
+
+static void host_data_outer(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    trace_host_data(bsi, data, args);
+    bsi->api->add(bsi, "sub", trace_host_data, NULL);
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, NULL, NULL);
+    p->api->add(p, "branch", trace_host_data, NULL);
+}
+
+/* set_host_data(): one pointer per root that any step of its flow reads at
+ * once (a wrapper's per-flow context); NULL before, for other roots, for a
+ * foreign pointer, and once the root is reused */
+static void host_data_is_per_root_and_seen_by_every_step(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    assert_null(futoin_steps_host_data(r));
+    futoin_steps_set_host_data(r, "A");
+    assert_string_equal(futoin_steps_host_data(r), "A");
+    r->api->add(r, "outer", host_data_outer, NULL);
+    FutoInAsyncSteps* other = futoin_steps_new(g_fx.tool);
+    other->api->add(other, "other", trace_host_data, NULL);
+    other->api->execute(other, NULL, on_unhandled);
+    run_root();
+    assert_trace("other:-|outer:A|sub:A|branch:A");
+    futoin_steps_set_host_data(r, "B"); /* a new run, a new context */
+    r->api->add(r, "again", trace_host_data, NULL);
+    run_root();
+    assert_trace("other:-|outer:A|sub:A|branch:A|again:B");
+    other->api->free(other);
+    r->api->free(r);
+    g_fx.root = futoin_steps_new(g_fx.tool); /* the freed root's memory again */
+    assert_null(futoin_steps_host_data(g_fx.root));
+    FutoInAsyncSteps foreign = {NULL};
+    assert_null(futoin_steps_host_data(&foreign));
+    assert_null(futoin_steps_host_data(NULL));
+    futoin_steps_set_host_data(NULL, "x"); /* bad input: reported, ignored */
+}
+
 static void execute_only_schedules(void** state)
 {
     (void)state;
@@ -1405,6 +1451,7 @@ int main(void)
             T(external_success_schedules_not_inline),
             T(done_callback_after_success_only),
             T(cancelled_callback_on_cancel_only),
+            T(host_data_is_per_root_and_seen_by_every_step),
             T(execute_only_schedules),
     };
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);

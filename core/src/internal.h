@@ -342,6 +342,7 @@ typedef struct fflow
     void* done_data;
     void (*cancelled)(FutoInAsyncSteps* root, void* data);
     void* cancelled_data;
+    void* host_data; /* futoin_steps_set_host_data() */
     fstate_var* vars;
     fbuf info[2]; /* error_info, double-buffered like the codes */
     uint8_t info_idx;

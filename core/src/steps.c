@@ -1207,6 +1207,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->done_data = NULL;
     fl->cancelled = NULL;
     fl->cancelled_data = NULL;
+    fl->host_data = NULL;
     fl->flags = 0;
     fl->depth = 0;
     fl->host_queued = 0;
@@ -1662,6 +1663,19 @@ void futoin_steps_set_done(FutoInAsyncSteps* root, void (*done)(FutoInAsyncSteps
         fl->done = done;
         fl->done_data = data;
     }
+}
+
+void futoin_steps_set_host_data(FutoInAsyncSteps* root, void* data)
+{
+    fflow* fl = hook_flow(root, "futoin_steps_set_host_data");
+    if (fl) {
+        fl->host_data = data;
+    }
+}
+
+void* futoin_steps_host_data(FutoInAsyncSteps* bsi)
+{
+    return futoin_steps_is_native(bsi) ? fstep_of(bsi)->flow->host_data : NULL;
 }
 
 int futoin_steps_execute_nested(FutoInAsyncSteps* root)

@@ -695,3 +695,95 @@ def test_flows_left_waiting_by_asyncio_run_in_threads_that_ended_go(arun):
     assert arun(next_loop()) == "next loop"
     assert cancelled == [True] * 8
     assert not set(keys) & set(futoin_polyglot._running)
+
+
+_request = __import__("contextvars").ContextVar("request", default=None)
+
+
+def test_steps_run_in_the_context_of_their_own_flow(arun):
+    # two flows resumed by awaits completing in the same loop turn: each
+    # step sees its own flow's context vars, as each task's code does
+    async def one(n):
+        _request.set(n)
+        seen = []
+        as_ = AsyncSteps()
+        as_.add(lambda as_: (seen.append(_request.get()), as_.await_(asyncio.sleep(0))))
+        as_.add(lambda as_, *_: (seen.append(_request.get()), _request.set(n * 10)))
+        as_.add(lambda as_: as_.error("Bad"), lambda as_, code: (seen.append(_request.get()), as_.success()))
+        await as_
+        seen.append(_request.get())  # as after awaiting a task: its changes stay in it
+        return seen
+
+    async def main():
+        return await asyncio.gather(one(1), one(2), one(3))
+
+    assert arun(main()) == [[1, 1, 10, 1], [2, 2, 20, 2], [3, 3, 30, 3]]
+
+
+def test_a_flow_context_is_copied_at_execute(arun):
+    # like a task: a copy of the context execute() ran in, new each run
+    # (cancel handlers and awaited coroutines see it too)
+    async def read():
+        return _request.get()
+
+    async def main():
+        _request.set("outer")
+        seen = []
+        as_ = AsyncSteps()
+
+        def step(as_):
+            seen.append(_request.get())
+            _request.set("inner")
+            as_.await_(read())
+
+        as_.add(step)
+        reached = asyncio.Event()
+        as_.add(lambda as_, v: (seen.append(v), as_.set_cancel(lambda as_: seen.append(_request.get())),
+                                as_.wait_external(), reached.set()))
+        as_.promise()
+        await reached.wait()
+        as_.cancel()
+        seen.append(_request.get())
+        _request.set("second")
+        as_.add(lambda as_: seen.append(_request.get()))
+        await as_
+        return seen
+
+    assert arun(main()) == ["outer", "inner", "inner", "outer", "second"]
+
+
+def test_blocking_run_uses_a_copy_of_the_callers_context():
+    token = _request.set("caller")
+    seen = []
+    as_ = AsyncSteps(Tool())
+    as_.add(lambda as_: (seen.append(_request.get()), _request.set("step")))
+    as_.add(lambda as_: seen.append(_request.get()))
+    as_.run()
+    try:
+        assert seen == ["caller", "step"]
+        assert _request.get() == "caller"
+    finally:
+        _request.reset(token)
+
+
+def test_tool_callbacks_run_in_the_context_they_were_scheduled_in(arun):
+    # as loop.call_soon()/call_later(): a copy of the scheduler's context
+    async def main():
+        tool = fp.get_tool()
+        got = []
+        done = asyncio.get_running_loop().create_future()
+
+        def schedule(value, delay):
+            token = _request.set(value)
+            if delay is None:
+                tool.immediate(lambda: got.append(_request.get()))
+            else:
+                tool.deferred(delay, lambda: (got.append(_request.get()), done.set_result(got)))
+            _request.reset(token)
+
+        schedule("a", None)
+        schedule("b", 1)
+        schedule("c", None)
+        return await done
+
+    assert arun(main()) == ["a", "c", "b"]

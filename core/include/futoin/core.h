@@ -223,6 +223,14 @@ FUTOIN_API void futoin_steps_set_done(FutoInAsyncSteps* root, void (*done)(FutoI
 FUTOIN_API void futoin_steps_set_cancelled(FutoInAsyncSteps* root,
                                            void (*cancelled)(FutoInAsyncSteps* root, void* data), void* data);
 
+/* One pointer a host keeps per root, that any bsi of its flow (a step, a
+ * branch, the root) reads at once: a script runtime's per-flow context for
+ * its callbacks, without a stateVariable() lookup per step. NULL at first
+ * and for a foreign pointer; the host sets it again for each run it wants
+ * it in and keeps what it points to alive meanwhile. */
+FUTOIN_API void futoin_steps_set_host_data(FutoInAsyncSteps* root, void* data);
+FUTOIN_API void* futoin_steps_host_data(FutoInAsyncSteps* bsi);
+
 /* Steps run by the host. A script runtime for which calling in is costly
  * names its execute callback here; plain steps with that callback are then
  * not called by the engine: their strand waits, and the host takes them one

@@ -337,6 +337,7 @@ typedef struct StepsObject
     PyObject* model;  /* roots: recorded root-level adds (copy_from) */
     PyObject* spent_model; /* roots: the model of the last run, freed with the next (or the root) */
     PyObject* weakrefs;
+    PyObject* ctx;    /* roots: the contextvars context of its run (its flow's host data) */
 } StepsObject;
 
 struct deferred;
@@ -405,6 +406,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->spare = NULL;
     v->runs = 0;
     v->awaits = 0;
+    v->ctx = NULL;
     return v;
 }
 
@@ -957,6 +959,49 @@ static void reset_async_stack(FutoInAsyncSteps* bsi)
     }
 }
 
+/* contextvars: a root's flow runs its Python callbacks in a copy of the
+ * context its execute() ran in, new each run, as asyncio runs a task's code
+ * in the copy made when the task was created. The root holds it; its flow's
+ * host data points to it. Flows that Python did not execute (made by C)
+ * have none: their callbacks run in the current one. */
+static int flowctx_capture(StepsObject* root)
+{
+    PyObject* ctx = PyContext_CopyCurrent();
+    if (!ctx) {
+        return -1;
+    }
+    futoin_steps_set_host_data(root->bsi, ctx);
+    Py_XSETREF(root->ctx, ctx);
+    return 0;
+}
+
+/* around one callback of the flow: its context entered, unless it has none */
+static PyObject* flowctx_enter(FutoInAsyncSteps* bsi)
+{
+    PyObject* ctx = futoin_steps_host_data(bsi);
+    if (!ctx) {
+        return NULL;
+    }
+    if (PyContext_Enter(ctx) != 0) {
+        PyErr_Clear(); /* entered already (cancel() in its own step): it runs in it */
+        return NULL;
+    }
+    Py_INCREF(ctx);
+    return ctx;
+}
+
+static void flowctx_exit(PyObject* ctx)
+{
+    /* current again once its callback returned (Context.run() restores it):
+     * the exit cannot fail and leaves the callback's exception alone */
+    if (ctx) {
+        if (PyThreadState_GET()->context == ctx) {
+            PyContext_Exit(ctx);
+        }
+        Py_DECREF(ctx);
+    }
+}
+
 static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const FutoInArgs* args,
                       PyObject* extra)
 {
@@ -1022,9 +1067,11 @@ static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const Fu
             ++got;
         }
     }
+    PyObject* ctx = flowctx_enter(bsi);
     v->in_cb = 1;
     PyObject* r = PyObject_Vectorcall(func, argv, (size_t)n, NULL);
     v->in_cb = 0;
+    flowctx_exit(ctx);
     if (r && PyCoro_CheckExact(r)) {
         /* nothing would ever run it: close it (no "never awaited"
          * warning) and fail the step */
@@ -1070,9 +1117,11 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
         StepsObject* v = view_new(bsi, f->tool);
         if (v) {
             PyObject* argv[2] = {(PyObject*)v, c};
+            PyObject* ctx = flowctx_enter(bsi);
             v->in_cb = 1;
             PyObject* r = PyObject_Vectorcall(f->onerror, argv, 2, NULL);
             v->in_cb = 0;
+            flowctx_exit(ctx);
             if (!r) {
                 raise_into_flow(bsi);
             } else if (v->went_on) {
@@ -1120,7 +1169,9 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
     StepsObject* v = view_new(bsi, f->tool);
     if (v) {
         PyObject* argv[1] = {(PyObject*)v};
+        PyObject* ctx = flowctx_enter(bsi);
         PyObject* r = PyObject_Vectorcall(f->func, argv, 1, NULL);
+        flowctx_exit(ctx);
         if (!r) {
             /* a cancel handler cannot fail the flow: report and go on */
             unraisable(f->func);
@@ -1687,9 +1738,11 @@ static void pysync_call(FutoInAsyncSteps* bsi, FutoInSync* sync, const char* met
     /* the flow's tool: a view kept by another thread keeps its run() waiting */
     StepsObject* v = view_new(bsi, tool_object_of(bsi));
     if (v) {
+        PyObject* ctx = flowctx_enter(bsi);
         v->in_cb = 1;
         PyObject* r = PyObject_CallMethod(s->obj, method, "O", v);
         v->in_cb = 0;
+        flowctx_exit(ctx);
         if (!r) {
             if (method[0] == 'l') {
                 raise_into_flow(bsi);
@@ -1934,6 +1987,7 @@ static PyObject* Steps_stack(StepsObject* self, PyObject* args, PyObject* kw)
 typedef struct deferred
 {
     PyObject* func; /* NULL once fired or cancelled */
+    PyObject* ctx;  /* Tool's: func runs in it, as loop.call_soon() callbacks (NULL with func) */
     FutoInHandle h;
     FutoInAsyncSteps* bsi;
     int orphan; /* its capsule or Handle is gone: the timer frees it */
@@ -1965,17 +2019,26 @@ static void deferred_fire(void* data)
     deferred* d = data;
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject* func = d->func;
-    d->func = NULL;
+    PyObject* ctx = d->ctx;
+    d->func = d->ctx = NULL;
     deferred_unlink(d);
     d->firing = 1;
     if (func) {
+        if (ctx && PyContext_Enter(ctx) != 0) {
+            PyErr_Clear(); /* entered already: it runs in the current one */
+            Py_CLEAR(ctx);
+        }
         PyObject* r = PyObject_CallNoArgs(func);
         if (!r) {
             unraisable(func);
         }
+        if (ctx && PyContext_Exit(ctx) != 0) {
+            PyErr_Clear();
+        }
         Py_XDECREF(r);
         Py_DECREF(func);
     }
+    Py_XDECREF(ctx);
     d->firing = 0;
     if (d->orphan) {
         PyMem_Free(d);
@@ -2002,6 +2065,7 @@ static void deferred_cancel(deferred* d, FutoInAsyncSteps* via)
     if (d->func) {
         via->api->sched_cancel(via, &d->h);
         Py_CLEAR(d->func);
+        Py_CLEAR(d->ctx);
         deferred_unlink(d);
     }
 }
@@ -2139,7 +2203,9 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
         PyObject* c = str_of(code);
         if (v && c) {
             PyObject* argv[2] = {(PyObject*)v, c};
+            PyObject* ctx = flowctx_enter(bsi);
             PyObject* r = PyObject_Vectorcall(f->onerror, argv, 2, NULL);
+            flowctx_exit(ctx);
             if (!r) {
                 unraisable(f->onerror);
             }
@@ -2184,6 +2250,9 @@ static PyObject* Steps_execute(StepsObject* self, PyObject* args, PyObject* kw)
     }
     /* not executing: isValid() of a root (the C++ reference's bool cast) */
     int idle = self->owns && self->bsi->api->isValid(self->bsi);
+    if (idle && futoin_steps_is_native(self->bsi) && flowctx_capture(self) != 0) {
+        return NULL;
+    }
     if (idle && futoin_steps_is_native(self->bsi)) {
         futoin_steps_set_cancelled(self->bsi, root_cancelled, self); /* cleared before the root goes */
     }
@@ -2411,6 +2480,7 @@ static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
     Py_VISIT(self->model);
     Py_VISIT(self->spent_model);
     Py_VISIT(self->par_root);
+    Py_VISIT(self->ctx);
     for (pyfrag* f = self->frags; f; f = f->next) {
         Py_VISIT(f->func);
         Py_VISIT(f->onerror);
@@ -2429,6 +2499,10 @@ static int Steps_clear(StepsObject* self)
     Py_CLEAR(self->model);
     Py_CLEAR(self->spent_model);
     Py_CLEAR(self->par_root);
+    if (self->ctx) {
+        futoin_steps_set_host_data(self->bsi, NULL); /* unreachable: not running */
+        Py_CLEAR(self->ctx);
+    }
     /* unreachable: its steps never run again (the root is freed next) */
     for (pyfrag* f = self->frags; f; f = f->next) {
         Py_CLEAR(f->func);
@@ -2462,6 +2536,7 @@ static void Steps_dealloc(StepsObject* self)
         PyObject* before = g_fatal;
         if (futoin_steps_is_native(self->bsi)) {
             futoin_steps_set_cancelled(self->bsi, NULL, NULL); /* this object is half gone */
+            futoin_steps_set_host_data(self->bsi, NULL);          /* its ctx too */
         }
         ++g_entered;
         self->bsi->api->free(self->bsi); /* its steps' memory goes: they unlink */
@@ -2485,6 +2560,7 @@ static void Steps_dealloc(StepsObject* self)
     Py_CLEAR(self->model);
     Py_CLEAR(self->spent_model);
     Py_CLEAR(self->par_root);
+    Py_CLEAR(self->ctx);
     Py_CLEAR(self->tool);
     PyObject_GC_Del(self);
 }
@@ -3048,13 +3124,19 @@ static PyObject* tool_schedule(ToolObject* self, int64_t delay_ms, PyObject* fun
     if (!sched) {
         return NULL;
     }
-    HandleObject* h = PyObject_New(HandleObject, &HandleType);
+    PyObject* ctx = PyContext_CopyCurrent();
+    if (!ctx) {
+        return NULL;
+    }
+    /* the handle last: its dealloc needs its fields set */
     deferred* d = PyMem_Calloc(1, sizeof(deferred));
-    if (!h || !d) {
-        Py_XDECREF(h);
+    HandleObject* h = d ? PyObject_New(HandleObject, &HandleType) : NULL;
+    if (!h) {
         PyMem_Free(d);
+        Py_DECREF(ctx);
         return PyErr_NoMemory();
     }
+    d->ctx = ctx;
     Py_INCREF(func);
     d->func = func;
     d->bsi = sched;
@@ -3159,6 +3241,7 @@ static void tool_drop_pending(ToolObject* self)
         deferred* d = self->pending;
         deferred_unlink(d);
         Py_CLEAR(d->func);
+        Py_CLEAR(d->ctx);
         if (d->orphan) {
             PyMem_Free(d);
         }
