@@ -121,7 +121,7 @@ def test_promise_of_flow_on_other_tool_is_refused(arun):
     async def main():
         as_ = AsyncSteps(Tool())
         as_.success_step(1)
-        with pytest.raises(RuntimeError):
+        with pytest.raises(RuntimeError, match="the tool given to AsyncSteps"):
             as_.promise()
         return True
 
@@ -787,3 +787,59 @@ def test_tool_callbacks_run_in_the_context_they_were_scheduled_in(arun):
         return await done
 
     assert arun(main()) == ["a", "c", "b"]
+
+
+class LockLog(fp.ISync):
+    def __init__(self, log):
+        self.log = log
+
+    def lock(self, as_):
+        self.log.append("lock")
+
+    def unlock(self, as_):
+        self.log.append("unlock")
+
+
+def test_a_root_made_before_any_loop_is_awaited_on_the_loop_that_awaits_it(arun):
+    # as a coroutine made outside asyncio.run() runs in it: the idle root
+    # moves to that loop's tool with its steps and state
+    log = []
+    as_ = AsyncSteps()
+    as_.state.greeting = "hello"
+    as_.add(lambda as_: as_.await_(asyncio.sleep(0)))
+    p = as_.parallel()
+    p.add(lambda as_: log.append("branch"))
+    as_.repeat(2, lambda as_, i: log.append(i))
+    as_.sync(LockLog(log), lambda as_: log.append("locked"))
+    as_.add(lambda as_: as_.success(as_.state.greeting))
+
+    state = as_.state
+
+    async def main():
+        return await as_
+
+    assert arun(main()) == "hello"
+    assert log == ["branch", 0, 1, "lock", "locked", "unlock"]
+    assert as_.state is state
+    # and again in the next loop (a root run in a loop now closed)
+    as_.add(lambda as_: as_.await_(asyncio.sleep(0, result="again")))
+    assert arun(main()) == "again"
+
+
+def test_a_root_made_outside_a_loop_keeps_its_blocking_tool_for_run():
+    tool = Tool()
+    as_ = AsyncSteps(tool)
+    as_.add(lambda as_: as_.success(1))
+    assert as_.run() == 1
+    assert as_._tool is tool
+
+
+def test_a_root_made_in_a_loop_that_ended_runs_blocking_on_this_thread(arun):
+    async def make():
+        as_ = AsyncSteps()
+        as_.state.n = 6
+        as_.add(lambda as_: as_.success(as_.state.n + 1))
+        return as_
+
+    as_ = arun(make())
+    assert as_.run() == 7

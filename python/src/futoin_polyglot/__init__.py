@@ -226,6 +226,7 @@ class AsyncSteps(AsyncStepsBase):
             loop = _get_running_loop()
             d = _last_driver
             tool = d.tool if loop is not None and d is not None and d.loop is loop else get_tool()
+            return AsyncStepsBase.__new__(cls, tool, True)  # picked: it may move to where it runs
         return AsyncStepsBase.__new__(cls, tool)
 
     # -- execution: a running root stays alive until its flow ends --
@@ -348,10 +349,16 @@ class AsyncSteps(AsyncStepsBase):
         if loop is None:
             raise RuntimeError("promise() needs a running asyncio loop; use run() without one")
         d = _last_driver
-        if (d.tool if d is not None and d.loop is loop else _driver_for(loop).tool) is not self._tool:
-            raise RuntimeError("this flow belongs to another tool than the running loop's")
-        fut = loop.create_future()
+        tool = d.tool if d is not None and d.loop is loop else _driver_for(loop).tool
         key = id(self)
+        if tool is not self._tool:
+            if _running.get(key) is self:
+                raise RuntimeError("this flow runs on another tool than the running loop's")
+            # made before this loop ran (at module level, in an earlier
+            # asyncio.run()): it runs here, as a coroutine made there would
+            # (a Tool given to AsyncSteps() stays its tool: RuntimeError)
+            _replay(self, self._rebind(tool))
+        fut = loop.create_future()
         if _running.get(key) is self:
             # the future has the error: no report of the engine on stderr too
             fut.set_exception(FutoInError(errors.InternalError, "execute() called twice"))
@@ -410,6 +417,11 @@ class AsyncSteps(AsyncStepsBase):
         it waits for another Python thread holding a step view (``as_``) of
         it to bring it."""
         _check_root(self, "run()")
+        tool = self._tool
+        if (self._picked_tool and tool is not get_tool() and _running.get(id(self)) is not self
+                and _get_running_loop() is None):
+            # made in a loop that does not run now: it runs here, blocking
+            _replay(self, self._rebind(get_tool()))
         self._tool._check_runnable()  # nested, or under asyncio: it would never return
         box = {}
 

@@ -330,6 +330,7 @@ typedef struct StepsObject
     unsigned awaits;  /* roots: await_() steps added since the last flow ended */
     PyObject* tool;   /* ToolObject for our roots, or None */
     int owns;         /* a root created here: free it with the object */
+    int picked_tool;  /* roots: AsyncSteps() picked its tool (none given): it may move (_rebind) */
     int in_cb;        /* inside this step's execute/error callback */
     struct viewlink* link; /* a step view kept past its callback: told when its step ends */
     int went_on;      /* in its callback: success(), add() ... (an error handler recovered) */
@@ -395,6 +396,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->tool = tool ? tool : Py_None;
     Py_INCREF(v->tool);
     v->owns = 0;
+    v->picked_tool = 0;
     v->in_cb = 0;
     v->went_on = 0;
     v->par_root = NULL;
@@ -2295,6 +2297,7 @@ static PyObject* Steps_new_instance(StepsObject* self, PyObject* unused)
     StepsObject* v = view_new(root, self->tool);
     if (v) {
         v->owns = 1;
+        v->picked_tool = self->picked_tool;
         Py_INCREF(Py_None);
         v->model = Py_None;
     }
@@ -2408,6 +2411,78 @@ static PyObject* Steps_is_same_thread(StepsObject* self, PyObject* unused)
     return PyBool_FromLong(self->bsi->api->is_same_thread(self->bsi));
 }
 
+static void* state_dict_adopt(void* data)
+{
+    return data; /* the caller's reference */
+}
+
+/* _rebind(tool) -> model: an idle root of this thread moves to another tool
+ * (awaited on a loop other than its tool's): a new root there with its
+ * state mapping, the old root freed with its steps; Python replays the
+ * recorded steps it returns */
+static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
+{
+    if (!PyObject_TypeCheck(tool, &ToolType)) {
+        return PyErr_Format(PyExc_TypeError, "_rebind() expects a Tool, not %.100s", Py_TYPE(tool)->tp_name);
+    }
+    if (check_usable(self)) {
+        return NULL;
+    }
+    FutoInAsyncSteps* old = self->bsi;
+    if (!self->owns || !self->picked_tool || !futoin_steps_is_native(old) || !old->api->isValid(old)
+        || !old->api->is_same_thread(old)) {
+        PyErr_SetString(PyExc_RuntimeError, self->picked_tool ? "this flow belongs to another thread's tool"
+                                                              : "this flow belongs to the tool given to AsyncSteps()");
+        return NULL;
+    }
+    PyObject* model = self->model != Py_None ? self->model : PyList_New(0);
+    FutoInAsyncSteps* root = model ? futoin_steps_new(((ToolObject*)tool)->tool) : NULL;
+    if (!root) {
+        if (model && model != self->model) {
+            Py_DECREF(model);
+        }
+        return PyErr_NoMemory();
+    }
+    if (model == self->model) {
+        Py_INCREF(Py_None);
+        self->model = Py_None; /* ours now: the replay records it again */
+    }
+    /* the same mapping (code may hold it): its entries survive the old
+     * root's cleanup, which empties it */
+    PyObject* state = old->api->stateVariable(old, NULL, "futoin.python.state", NULL, NULL);
+    PyObject* entries = state ? PyDict_Copy(state) : NULL;
+    if (state && !entries) {
+        root->api->free(root);
+        return NULL;
+    }
+    Py_XINCREF(state);
+    futoin_steps_set_cancelled(old, NULL, NULL);
+    futoin_steps_set_host_data(old, NULL);
+    PyObject* before = g_fatal;
+    ++g_entered;
+    old->api->free(old); /* its steps' memory goes: they unlink */
+    --g_entered;
+    self->bsi = root;
+    self->spare = NULL;
+    self->runs = 0;
+    self->awaits = 0;
+    Py_CLEAR(self->ctx);
+    Py_INCREF(tool);
+    Py_SETREF(self->tool, tool);
+    if (state && (PyDict_Update(state, entries) != 0
+                  || !root->api->stateVariable(root, state, "futoin.python.state", state_dict_adopt,
+                                               state_dict_cleanup))) {
+        Py_DECREF(state);
+        PyErr_Clear();
+    }
+    Py_XDECREF(entries);
+    if (g_fatal != before && fatal_raise()) {
+        Py_XDECREF(model);
+        return NULL;
+    }
+    return model;
+}
+
 static PyObject* Steps_free(StepsObject* self, PyObject* unused)
 {
     (void)unused;
@@ -2428,6 +2503,12 @@ static PyObject* Steps_free(StepsObject* self, PyObject* unused)
 static int Steps_bool(StepsObject* self)
 {
     return self->bsi && self->bsi->api->isValid(self->bsi);
+}
+
+static PyObject* Steps_get_picked_tool(StepsObject* self, void* closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->picked_tool);
 }
 
 static PyObject* Steps_get_model(StepsObject* self, void* closure)
@@ -2567,9 +2648,10 @@ static void Steps_dealloc(StepsObject* self)
 
 static PyObject* Steps_new(PyTypeObject* type, PyObject* args, PyObject* kw)
 {
-    static char* kwlist[] = {"tool", NULL};
+    static char* kwlist[] = {"tool", "picked", NULL};
     PyObject* tool;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!:_Root", kwlist, &ToolType, &tool)) {
+    int picked = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|p:_Root", kwlist, &ToolType, &tool, &picked)) {
         return NULL;
     }
     FutoInAsyncSteps* root = futoin_steps_new(((ToolObject*)tool)->tool);
@@ -2585,6 +2667,7 @@ static PyObject* Steps_new(PyTypeObject* type, PyObject* args, PyObject* kw)
     v->tool = tool;
     Py_INCREF(tool);
     v->owns = 1;
+    v->picked_tool = picked;
     Py_INCREF(Py_None);
     v->model = Py_None; /* becomes a list on the first recorded add */
     return (PyObject*)v;
@@ -2621,6 +2704,7 @@ static PyMethodDef Steps_methods[] = {
         {"root_id", (PyCFunction)Steps_root_id, METH_NOARGS, "rootId() of the binary interface"},
         {"is_same_thread", (PyCFunction)Steps_is_same_thread, METH_NOARGS, "True on the loop thread"},
         {"_free", (PyCFunction)Steps_free, METH_NOARGS, "release a root now"},
+        {"_rebind", (PyCFunction)Steps_rebind, METH_O, "_rebind(tool) -> model: an idle root to another tool"},
         {"_add_hidden", (PyCFunction)Steps_add_hidden, METH_O, "add a step that copy_from does not copy"},
         {"_execute_burst", (PyCFunction)Steps_execute_burst, METH_NOARGS, "run the first burst now"},
         {"_note_await", (PyCFunction)Steps_note_await, METH_NOARGS, NULL},
@@ -2638,6 +2722,7 @@ static PyGetSetDef Steps_getset[] = {
         {"_model", (getter)Steps_get_model, NULL, NULL, NULL},
         {"_tool", (getter)Steps_get_tool, NULL, NULL, NULL},
         {"_in_callback", (getter)Steps_get_in_callback, NULL, NULL, NULL},
+        {"_picked_tool", (getter)Steps_get_picked_tool, NULL, NULL, NULL},
         {"_is_root", (getter)Steps_get_is_root, NULL, NULL, NULL},
         {NULL, NULL, NULL, NULL, NULL},
 };
