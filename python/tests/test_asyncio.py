@@ -843,3 +843,18 @@ def test_a_root_made_in_a_loop_that_ended_runs_blocking_on_this_thread(arun):
 
     as_ = arun(make())
     assert as_.run() == 7
+
+
+def test_a_root_whose_binary_pointer_was_handed_out_stays_on_its_tool(arun):
+    # C code may hold the pointer (and have added steps Python never saw)
+    as_ = AsyncSteps()
+    as_.add(lambda as_: as_.success(1))
+    as_.binary()
+
+    async def main():
+        with pytest.raises(RuntimeError, match="binary"):
+            await as_
+        return True
+
+    assert arun(main())
+    assert as_.run() == 1

@@ -455,7 +455,7 @@ class AsyncSteps(AsyncStepsBase):
 
     def __repr__(self):
         try:
-            return f"<AsyncSteps at 0x{self.binary():x}>" if self._tool is not None else "<AsyncSteps>"
+            return f"<AsyncSteps at 0x{self._address:x}>" if self._tool is not None else "<AsyncSteps>"
         except RuntimeError:  # its step ended: logging and tracebacks still show it
             return "<AsyncSteps (ended)>"
 

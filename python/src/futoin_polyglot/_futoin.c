@@ -330,7 +330,8 @@ typedef struct StepsObject
     unsigned awaits;  /* roots: await_() steps added since the last flow ended */
     PyObject* tool;   /* ToolObject for our roots, or None */
     int owns;         /* a root created here: free it with the object */
-    int picked_tool;  /* roots: AsyncSteps() picked its tool (none given): it may move (_rebind) */
+    int picked_tool;  /* roots: AsyncSteps() picked its tool (none given): it may move (_rebind);
+                       * 2: not since binary() handed its pointer out */
     int in_cb;        /* inside this step's execute/error callback */
     struct viewlink* link; /* a step view kept past its callback: told when its step ends */
     int went_on;      /* in its callback: success(), add() ... (an error handler recovered) */
@@ -2390,6 +2391,9 @@ static PyObject* Steps_binary(StepsObject* self, PyObject* unused)
     if (check_usable(self)) {
         return NULL;
     }
+    if (self->picked_tool) {
+        self->picked_tool = 2; /* C may hold it now: the root stays where it is */
+    }
     return PyLong_FromVoidPtr(self->bsi);
 }
 
@@ -2429,10 +2433,12 @@ static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
         return NULL;
     }
     FutoInAsyncSteps* old = self->bsi;
-    if (!self->owns || !self->picked_tool || !futoin_steps_is_native(old) || !old->api->isValid(old)
+    if (!self->owns || self->picked_tool != 1 || !futoin_steps_is_native(old) || !old->api->isValid(old)
         || !old->api->is_same_thread(old)) {
-        PyErr_SetString(PyExc_RuntimeError, self->picked_tool ? "this flow belongs to another thread's tool"
-                                                              : "this flow belongs to the tool given to AsyncSteps()");
+        PyErr_SetString(PyExc_RuntimeError,
+                        self->picked_tool == 2 ? "this flow stays on its tool: its binary() pointer was handed out"
+                        : self->picked_tool    ? "this flow belongs to another thread's tool"
+                                               : "this flow belongs to the tool given to AsyncSteps()");
         return NULL;
     }
     PyObject* model = self->model != Py_None ? self->model : PyList_New(0);
@@ -2505,10 +2511,20 @@ static int Steps_bool(StepsObject* self)
     return self->bsi && self->bsi->api->isValid(self->bsi);
 }
 
+/* repr()'s: the address, not handed out for C to keep */
+static PyObject* Steps_get_address(StepsObject* self, void* closure)
+{
+    (void)closure;
+    if (check_usable(self)) {
+        return NULL;
+    }
+    return PyLong_FromVoidPtr(self->bsi);
+}
+
 static PyObject* Steps_get_picked_tool(StepsObject* self, void* closure)
 {
     (void)closure;
-    return PyBool_FromLong(self->picked_tool);
+    return PyBool_FromLong(self->picked_tool == 1);
 }
 
 static PyObject* Steps_get_model(StepsObject* self, void* closure)
@@ -2723,6 +2739,7 @@ static PyGetSetDef Steps_getset[] = {
         {"_tool", (getter)Steps_get_tool, NULL, NULL, NULL},
         {"_in_callback", (getter)Steps_get_in_callback, NULL, NULL, NULL},
         {"_picked_tool", (getter)Steps_get_picked_tool, NULL, NULL, NULL},
+        {"_address", (getter)Steps_get_address, NULL, NULL, NULL},
         {"_is_root", (getter)Steps_get_is_root, NULL, NULL, NULL},
         {NULL, NULL, NULL, NULL, NULL},
 };
