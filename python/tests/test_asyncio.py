@@ -773,12 +773,17 @@ def test_tool_callbacks_run_in_the_context_they_were_scheduled_in(arun):
         got = []
         done = asyncio.get_running_loop().create_future()
 
+        def seen():
+            got.append(_request.get())
+            if len(got) == 3:
+                done.set_result(sorted(got))
+
         def schedule(value, delay):
             token = _request.set(value)
             if delay is None:
-                tool.immediate(lambda: got.append(_request.get()))
+                tool.immediate(seen)
             else:
-                tool.deferred(delay, lambda: (got.append(_request.get()), done.set_result(got)))
+                tool.deferred(delay, seen)
             _request.reset(token)
 
         schedule("a", None)
@@ -786,7 +791,7 @@ def test_tool_callbacks_run_in_the_context_they_were_scheduled_in(arun):
         schedule("c", None)
         return await done
 
-    assert arun(main()) == ["a", "c", "b"]
+    assert arun(main()) == ["a", "b", "c"]
 
 
 class LockLog(fp.ISync):
