@@ -14,6 +14,7 @@
  * thrown value as state.last_exception) and tell C what the callback did.
  */
 
+const { AsyncResource } = require('async_hooks');
 const N = require('./binding');
 const reg = require('./registry');
 const AsyncTool = require('./AsyncTool');
@@ -877,6 +878,7 @@ class AsyncSteps {
         this._held = undefined; // idle: the callbacks its flow keeps (sweepIdle)
         this._cancelling = false; // inside cancel(): its handlers may add steps
         this._rerun = false; // execute() called meanwhile
+        this._ar = undefined; // a run that went past its first burst: the async context execute() ran in
     }
 
     /* a root-level call on a running root: true when it goes into the
@@ -1084,6 +1086,12 @@ class AsyncSteps {
         // its first burst runs now, alone (inside a step too), as in
         // futoin-asyncsteps; other flows' steps wait for their own turn
         runAlone(test);
+        if (this._running && !reg.finPending(this)) {
+            // it goes on later, from our loop turns: there its callbacks see
+            // the AsyncLocalStorage stores of here, as a task's callbacks
+            this._ar = new AsyncResource('FutoInAsyncSteps');
+            ++reg.arFlows;
+        }
         return this;
     }
 
@@ -1892,8 +1900,13 @@ const onCancel = (r, h, k, code, info) => {
     }
     const as = new AsyncStepProtector(root, h);
     as._f = F_OUT;
+    const ar = root ? root._ar : undefined;
     try {
-        fn(as);
+        if (ar === undefined || ar === IN_AR) {
+            fn(as);
+        } else {
+            inFlowContext(ar, fn, as);
+        }
     } catch (e) {
         // a cancel handler cannot fail the flow any more
         process.emitWarning(`futoin-polyglot: exception in a cancel handler: ${(e && e.stack) || e}`);
@@ -1929,6 +1942,25 @@ const HOST_ARGS = [undefined, undefined, undefined, undefined];
 // drain runs a burst of 100 steps, the rest waits for a later loop turn
 const draining = [false, false];
 
+/* one step or error handler C handed over (r: its root, or its slot) */
+const hostCall = (r, h, code, a0, budget) => ((code & 24) === MODE_ERROR_BITS ?
+    onError(r, h, (code >>> 5) + 1, (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
+    onStep(r, h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3], budget - 1));
+
+/* the AsyncResource whose scope JS runs in now (a flow's _ar), if any */
+let IN_AR;
+
+/* fn(...args) in the async context of a flow (root._ar) */
+const inFlowContext = (ar, fn, ...args) => {
+    const prev = IN_AR;
+    IN_AR = ar;
+    try {
+        return ar.runInAsyncScope(fn, null, ...args);
+    } finally {
+        IN_AR = prev;
+    }
+};
+
 /* run the JS steps C hands over, the first one's code in SH[9], until
  * none is left or the burst of 100 is used up; nested: HOST_NESTED (only
  * the steps of the flow that execute() started inside a step) or 0 */
@@ -1950,10 +1982,10 @@ const runHost = (testBit, nested) => {
                 a0 = HOST_ARGS[0];
             }
         }
-        const flags = (code & 24) === MODE_ERROR_BITS ?
-            onError(SH[6], h, (code >>> 5) + 1,
-                (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
-            onStep(SH[6], h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3], budget - 1);
+        const root = reg.arFlows === 0 ? undefined : rootOf(SH[6]);
+        const ar = root !== undefined ? root._ar : undefined;
+        const flags = ar === undefined || ar === IN_AR ? hostCall(SH[6], h, code, a0, budget) :
+            inFlowContext(ar, hostCall, root, h, code, a0, budget);
         if ((flags & F_BATCH) !== 0) {
             budget -= BATCH;
             SH[SH_BATCH] = BATCH;

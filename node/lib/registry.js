@@ -78,7 +78,31 @@ const finished = (slot, h) => {
         r._h = undefined;
         r._running = false;
         r._direct = false;
+        if (r._ar !== undefined) {
+            r._ar = undefined; // its run's context goes with it
+            --reg.arFlows;
+        }
     }
+};
+
+reg.arFlows = 0; // running roots with an async context of their own (_ar)
+
+/* whether root's run ended and waits in the list drainFin() takes (no
+ * spill: then it may be in there too) */
+reg.finPending = (root) => {
+    const SH = reg.SH;
+    if (SH[SH_FIN_MORE] !== 0) {
+        return true;
+    }
+    const h = root._h;
+    const n = SH[SH_FIN_N];
+    for (let i = 0; i < n; i += 2) {
+        const slot = SH[SH_FIN + i];
+        if (slot + SH[SH_FIN + i + 1] * SLOT === h) {
+            return true;
+        }
+    }
+    return false;
 };
 
 /* forget roots whose flows ended */

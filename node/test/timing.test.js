@@ -501,3 +501,49 @@ test('a step timeout already due waits for the timers phase: an await() going on
     await done.promise;
     assert.deepStrictEqual(order, ['E 1', 'B in time']);
 });
+
+test('each flow keeps the AsyncLocalStorage context it was executed in, across waits', T, async () => {
+    // request-scoped context (logging, tracing): steps resumed by a timer,
+    // an external success() or an await() see their own flow's store, also
+    // when other flows resume in the same turn
+    const { AsyncLocalStorage } = require('async_hooks');
+    const als = new AsyncLocalStorage();
+    const out = [];
+    const ends = [];
+    const flow = (n) => {
+        const done = deferred();
+        ends.push(done.promise);
+        $as()
+            .add((as) => {
+                out.push(`${n}:1:${als.getStore()}`);
+                setTimeout(() => as.success(), 1);
+                as.setTimeout(10000);
+            })
+            .add((as) => {
+                out.push(`${n}:2:${als.getStore()}`);
+                as.add((as) => {
+                    setImmediate(() => as.success());
+                    as.setCancel(() => {});
+                });
+            })
+            .add((as) => {
+                out.push(`${n}:3:${als.getStore()}`);
+                as.await(Promise.resolve(1));
+            })
+            .add((as) => {
+                out.push(`${n}:4:${als.getStore()}`);
+                as.error('Fail');
+            }, (as, err) => {
+                out.push(`${n}:${err}:${als.getStore()}`);
+                done.resolve();
+            })
+            .execute();
+    };
+    als.run('A', () => flow('A'));
+    als.run('B', () => flow('B'));
+    await Promise.all(ends);
+    for (const n of ['A', 'B']) {
+        assert.deepStrictEqual(out.filter((x) => x[0] === n),
+            [`${n}:1:${n}`, `${n}:2:${n}`, `${n}:3:${n}`, `${n}:4:${n}`, `${n}:Fail:${n}`]);
+    }
+});
