@@ -85,6 +85,9 @@ const finished = (slot, h) => {
     }
 };
 
+/* the handle of the ended run at entry i of the list drainFin() takes */
+const finAt = (SH, i) => SH[SH_FIN + i] + SH[SH_FIN + i + 1] * SLOT;
+
 reg.arFlows = 0; // running roots with an async context of their own (_ar)
 
 /* whether root's run ended and waits in the list drainFin() takes (no
@@ -97,8 +100,7 @@ reg.finPending = (root) => {
     const h = root._h;
     const n = SH[SH_FIN_N];
     for (let i = 0; i < n; i += 2) {
-        const slot = SH[SH_FIN + i];
-        if (slot + SH[SH_FIN + i + 1] * SLOT === h) {
+        if (finAt(SH, i) === h) {
             return true;
         }
     }
@@ -110,8 +112,7 @@ reg.drainFin = () => {
     const SH = reg.SH;
     const n = SH[SH_FIN_N];
     for (let i = 0; i < n; i += 2) {
-        const slot = SH[SH_FIN + i];
-        finished(slot, slot + SH[SH_FIN + i + 1] * SLOT);
+        finished(SH[SH_FIN + i], finAt(SH, i));
     }
     SH[SH_FIN_N] = 0;
     if (SH[SH_FIN_MORE] !== 0) {

@@ -978,19 +978,26 @@ static int flowctx_capture(StepsObject* root)
     return 0;
 }
 
-/* around one callback of the flow: its context entered, unless it has none */
-static PyObject* flowctx_enter(FutoInAsyncSteps* bsi)
+/* around a callback: ctx entered (a new reference for flowctx_exit()),
+ * NULL with none or entered already (cancel() in its own step: the
+ * callback runs in it anyway) */
+static PyObject* ctx_enter(PyObject* ctx)
 {
-    PyObject* ctx = futoin_steps_host_data(bsi);
     if (!ctx) {
         return NULL;
     }
     if (PyContext_Enter(ctx) != 0) {
-        PyErr_Clear(); /* entered already (cancel() in its own step): it runs in it */
+        PyErr_Clear();
         return NULL;
     }
     Py_INCREF(ctx);
     return ctx;
+}
+
+/* around one callback of the flow: its context entered, unless it has none */
+static PyObject* flowctx_enter(FutoInAsyncSteps* bsi)
+{
+    return ctx_enter(futoin_steps_host_data(bsi));
 }
 
 static void flowctx_exit(PyObject* ctx)
@@ -2027,17 +2034,12 @@ static void deferred_fire(void* data)
     deferred_unlink(d);
     d->firing = 1;
     if (func) {
-        if (ctx && PyContext_Enter(ctx) != 0) {
-            PyErr_Clear(); /* entered already: it runs in the current one */
-            Py_CLEAR(ctx);
-        }
+        PyObject* entered = ctx_enter(ctx);
         PyObject* r = PyObject_CallNoArgs(func);
         if (!r) {
             unraisable(func);
         }
-        if (ctx && PyContext_Exit(ctx) != 0) {
-            PyErr_Clear();
-        }
+        flowctx_exit(entered);
         Py_XDECREF(r);
         Py_DECREF(func);
     }
@@ -2385,16 +2387,16 @@ static PyObject* Steps_execute_burst(StepsObject* self, PyObject* unused)
     return PyBool_FromLong(ran);
 }
 
+static PyObject* Steps_get_address(StepsObject* self, void* closure);
+
 static PyObject* Steps_binary(StepsObject* self, PyObject* unused)
 {
     (void)unused;
-    if (check_usable(self)) {
-        return NULL;
-    }
-    if (self->picked_tool) {
+    PyObject* addr = Steps_get_address(self, NULL);
+    if (addr && self->picked_tool) {
         self->picked_tool = 2; /* C may hold it now: the root stays where it is */
     }
-    return PyLong_FromVoidPtr(self->bsi);
+    return addr;
 }
 
 static PyObject* Steps_root_id(StepsObject* self, PyObject* unused)
@@ -2413,6 +2415,21 @@ static PyObject* Steps_is_same_thread(StepsObject* self, PyObject* unused)
         return NULL;
     }
     return PyBool_FromLong(self->bsi->api->is_same_thread(self->bsi));
+}
+
+/* free a root this object lets go of, its hooks naming the object first;
+ * whether a cleanup raised a fatal exception (KeyboardInterrupt) meanwhile */
+static int root_let_go(FutoInAsyncSteps* root)
+{
+    PyObject* before = g_fatal;
+    if (futoin_steps_is_native(root)) {
+        futoin_steps_set_cancelled(root, NULL, NULL);
+        futoin_steps_set_host_data(root, NULL);
+    }
+    ++g_entered;
+    root->api->free(root); /* its steps' memory goes: they unlink */
+    --g_entered;
+    return g_fatal != before;
 }
 
 static void* state_dict_adopt(void* data)
@@ -2462,12 +2479,7 @@ static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
         return NULL;
     }
     Py_XINCREF(state);
-    futoin_steps_set_cancelled(old, NULL, NULL);
-    futoin_steps_set_host_data(old, NULL);
-    PyObject* before = g_fatal;
-    ++g_entered;
-    old->api->free(old); /* its steps' memory goes: they unlink */
-    --g_entered;
+    int fatal = root_let_go(old);
     self->bsi = root;
     self->spare = NULL;
     self->runs = 0;
@@ -2482,7 +2494,7 @@ static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
         PyErr_Clear();
     }
     Py_XDECREF(entries);
-    if (g_fatal != before && fatal_raise()) {
+    if (fatal && fatal_raise()) {
         Py_XDECREF(model);
         return NULL;
     }
@@ -2630,15 +2642,8 @@ static void Steps_dealloc(StepsObject* self)
         PyObject_ClearWeakRefs((PyObject*)self);
     }
     if (self->bsi && self->owns) {
-        PyObject* before = g_fatal;
-        if (futoin_steps_is_native(self->bsi)) {
-            futoin_steps_set_cancelled(self->bsi, NULL, NULL); /* this object is half gone */
-            futoin_steps_set_host_data(self->bsi, NULL);          /* its ctx too */
-        }
-        ++g_entered;
-        self->bsi->api->free(self->bsi); /* its steps' memory goes: they unlink */
-        --g_entered;
-        if (g_fatal != before && fatal_raise()) {
+        /* this object is half gone: its hooks and ctx go first */
+        if (root_let_go(self->bsi) && fatal_raise()) {
             /* a cleanup's KeyboardInterrupt: reported as from any __del__
              * (with the tool: this object is half gone, its repr unsafe) */
             PyErr_WriteUnraisable(self->tool);
