@@ -463,6 +463,22 @@ const goOn = (root, ran) => {
     N.runNow();
 };
 
+/* goOn() from a promise reaction; own: the reaction runs in root's async
+ * context (then() was called in its step), no scope to enter again */
+const goOnIn = (own, root, ran) => {
+    if (!own || root._ar === undefined) {
+        goOn(root, ran);
+        return;
+    }
+    const prev = IN_AR;
+    IN_AR = root._ar;
+    try {
+        goOn(root, ran);
+    } finally {
+        IN_AR = prev;
+    }
+};
+
 const awaitImpl = (asi, root, promise, onerror) => {
     if (promise === null || (typeof promise !== 'object' && typeof promise !== 'function') ||
         typeof promise.then !== 'function') {
@@ -470,13 +486,16 @@ const awaitImpl = (asi, root, promise, onerror) => {
     }
     let step_as = undefined;
     let complete = null;
+    // a reaction runs in the async context then() was called in: in a step,
+    // its flow's (no AsyncResource scope to enter again)
+    const own = asi !== root;
     promise.then(
         (result) => {
             if (step_as) {
                 if (isLiveAs(step_as)) {
                     // the flow goes on in this promise reaction, as in
                     // futoin-asyncsteps, not a loop turn (or test event) later
-                    goOn(root, N.awaited(step_as._h, result));
+                    goOnIn(own, root, N.awaited(step_as._h, result));
                 }
             } else if (step_as === undefined) {
                 complete = (as) => {
@@ -491,7 +510,8 @@ const awaitImpl = (asi, root, promise, onerror) => {
                     step_as = null; // its cancel handler cancels the promise no more, as in futoin-asyncsteps
                     awaitFailed(root, as, reason);
                     // its handlers run now, as for a result
-                    goOn(root, !root._foreign && root._h !== undefined && N.flowNow(root._h, false, as._h));
+                    goOnIn(own, root, !root._foreign && root._h !== undefined &&
+                        N.flowNow(root._h, false, as._h));
                 }
             } else if (step_as === undefined) {
                 step_as = null;
