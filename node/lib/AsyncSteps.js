@@ -310,6 +310,90 @@ const doneWaiting = (root, h) => {
     if (root._waitH === h) {
         root._waitH = undefined;
     }
+    if (MOCKED.size !== 0) {
+        unmockTimeout(h);
+    }
+};
+
+/* ---- step timeouts on mocked timers ----
+ * A fake global setTimeout() (node:test mock.timers, @sinonjs/fake-timers,
+ * Jest's fake timers) sets the step timeouts, as futoin-asyncsteps sets them
+ * all with the global one: the C scheduler's timers keep real time. A
+ * wrapper of Node's own timers (an instrumenting agent) changes nothing. */
+const NODE_SET_TIMEOUT = require('timers').setTimeout;
+const NO_CANCEL = () => {};
+const NodeTimeout = (() => {
+    const t = NODE_SET_TIMEOUT(NO_CANCEL, 0);
+    clearTimeout(t);
+    return t.constructor;
+})();
+
+// step handle -> its timeout on the global timers: [timer, clearTimeout]
+const MOCKED = new Map();
+
+// the global setTimeout() seen last, and whether it is a fake one
+let globalTimer = NODE_SET_TIMEOUT;
+let globalFake = false;
+
+const timersMocked = () => {
+    const st = globalThis.setTimeout;
+    if (st === NODE_SET_TIMEOUT) {
+        return false;
+    }
+    if (st !== globalTimer) {
+        globalTimer = st;
+        globalFake = false;
+        try {
+            const t = st(NO_CANCEL, 0);
+            globalThis.clearTimeout(t);
+            globalFake = !(t instanceof NodeTimeout);
+        } catch (e) {
+            // not a timer function: Node's own is used
+        }
+    }
+    return globalFake;
+};
+
+/* the step ended (or set another timeout): its timer goes */
+const unmockTimeout = (h) => {
+    const t = MOCKED.get(h);
+    if (t !== undefined) {
+        MOCKED.delete(h);
+        t[1](t[0]);
+    }
+};
+
+const mockedTimeout = (as, ms) => {
+    unmockTimeout(as._h);
+    if (as._ck === -1) {
+        as.setCancel(NO_CANCEL); // it waits, and onCancel() hears when it is cancelled
+    }
+    const clear = globalThis.clearTimeout;
+    const timer = globalThis.setTimeout(() => {
+        MOCKED.delete(as._h);
+        mockedTimeoutFires(as);
+    }, ms);
+    MOCKED.set(as._h, [timer, clear]);
+};
+
+/* as futoin-asyncsteps' on_timeout(): the step fails with Timeout, its
+ * cancel and error handlers run now */
+const mockedTimeoutFires = (as) => {
+    if (outOfService(as) || as._h === CANCELLED_H) {
+        return;
+    }
+    if (as._h === CUR) {
+        // the mocked clock moved inside its own callback: as soon as it returns
+        queue(CUR, OP_TIMEOUT, 0, 0);
+        N.flush();
+        return;
+    }
+    const root = as._root;
+    const state = root.state;
+    state.error_info = undefined;
+    state.last_exception = new Error('Timeout');
+    errorInC(root, as._h, 'Timeout', undefined);
+    errorsNow(root);
 };
 
 /* an error raised on a step from outside a callback: its handlers run now,
@@ -642,7 +726,9 @@ class AsyncStepProtector {
             throw new Error(STALE); // production mode: a cancel handler's
         }
         timeout_ms = msOf(timeout_ms);
-        if (this._h === CUR) {
+        if (timersMocked() && !this._root._test) {
+            mockedTimeout(this, timeout_ms);
+        } else if (this._h === CUR) {
             // applied now, not when the callback returns: the deadline
             // counts from this call, as a setTimeout() of Node's does
             queue(CUR, OP_TIMEOUT, clampMs(timeout_ms), 0);
@@ -1799,6 +1885,9 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
 
 const onThrow = (root, as, e) => {
     const succeeded = (as._f & F_DONE) !== 0 && e !== root._raised;
+    if (MOCKED.size !== 0) {
+        unmockTimeout(as._h);
+    }
     as._f |= F_DONE;
     if (as._h === CANCELLED_H || !isLiveAs(as)) {
         // its flow was cancelled meanwhile: nothing handles it, as in futoin-asyncsteps
@@ -1911,6 +2000,9 @@ const CANCEL_DONE = () => {}; // FNS entry of a cancel handler whose step comple
 
 const onCancel = (r, h, k, code, info) => {
     const root = rootOf(r); // first: a weak root's callbacks come back with it
+    if (MOCKED.size !== 0) {
+        unmockTimeout(h);
+    }
     if (code !== undefined && root) {
         syncErrorState(root, code, info); // an error from C unwinds (a Timeout): C told it once
     }

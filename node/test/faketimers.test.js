@@ -1,0 +1,145 @@
+'use strict';
+
+// Mocked timers (node:test mock.timers, @sinonjs/fake-timers, Jest's fake
+// timers) replace the global setTimeout(): a step timeout follows them, as
+// futoin-asyncsteps' does (it sets its timeouts with the global setTimeout).
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { $as, deferred, isPolyglot, T } = require('./helpers');
+
+test('a step timeout fires when mocked timers reach it', T, async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const trace = [];
+    const done = deferred();
+    $as()
+        .add((as) => {
+            as.setCancel(() => trace.push('cancel'));
+            as.setTimeout(1000);
+        }, (as, err) => {
+            trace.push(`${err}:${as.state.last_exception.message}:${as.state.error_info}`);
+            as.success('recovered');
+        })
+        .add((as, v) => {
+            trace.push(v);
+            done.resolve();
+        })
+        .execute();
+    t.mock.timers.tick(999);
+    assert.deepStrictEqual(trace, []);
+    t.mock.timers.tick(1);
+    assert.deepStrictEqual(trace, ['cancel', 'Timeout:Timeout:undefined']);
+    await done.promise;
+    assert.deepStrictEqual(trace, ['cancel', 'Timeout:Timeout:undefined', 'recovered']);
+});
+
+test('a step completed before its mocked timeout goes on without a Timeout', T, async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const trace = [];
+    const done = deferred();
+    $as()
+        .add((as) => {
+            as.add((as) => {
+                as.setTimeout(1000);
+                setTimeout(() => as.success(1), 100);
+            });
+            as.add((as, v) => {
+                trace.push(`next ${v}`);
+                // a second timeout replaces the first one
+                as.setTimeout(500);
+                as.setTimeout(2000);
+                setTimeout(() => as.success(2), 1000);
+            });
+        }, (as, err) => {
+            trace.push(err);
+        })
+        .add((as, v) => {
+            trace.push(`end ${v}`);
+            done.resolve();
+        })
+        .execute();
+    t.mock.timers.tick(100);
+    await new Promise((resolve) => setImmediate(resolve)); // the flow goes on after success()
+    assert.deepStrictEqual(trace, ['next 1']);
+    t.mock.timers.tick(1000);
+    await done.promise;
+    t.mock.timers.tick(5000);
+    assert.deepStrictEqual(trace, ['next 1', 'end 2']);
+});
+
+test('a mocked step timeout of a parallel branch fails the parallel', T, async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const trace = [];
+    const done = deferred();
+    const root = $as();
+    root.add((as) => {
+        as.parallel()
+            .add((as) => {
+                as.setTimeout(60000);
+            })
+            .add((as) => {
+                as.setCancel(() => trace.push('sibling cancelled'));
+            });
+    }, (as, err) => {
+        trace.push(err);
+        done.resolve();
+    });
+    root.execute();
+    t.mock.timers.tick(59999);
+    assert.deepStrictEqual(trace, []);
+    t.mock.timers.tick(1);
+    await done.promise;
+    assert.deepStrictEqual(trace, ['sibling cancelled', 'Timeout']);
+});
+
+test('a mocked timeout of a step whose sub-steps complete it does not fire', T, async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const trace = [];
+    const done = deferred();
+    $as()
+        .add((as) => {
+            as.setTimeout(1000);
+            as.add((as) => {
+                as.success('sub');
+            });
+        }, (as, err) => {
+            trace.push(err);
+        })
+        .add((as, v) => {
+            trace.push(v);
+            done.resolve();
+        })
+        .execute();
+    await done.promise;
+    t.mock.timers.tick(2000);
+    assert.deepStrictEqual(trace, ['sub']);
+});
+
+test('a wrapper of Node\'s own setTimeout() keeps step timeouts working', T, async (t) => {
+    const real = globalThis.setTimeout;
+    let calls = 0;
+    globalThis.setTimeout = function setTimeout(...args) {
+        ++calls;
+        return real(...args);
+    };
+    t.after(() => {
+        globalThis.setTimeout = real;
+    });
+    const errs = [];
+    for (let i = 0; i < 3; ++i) {
+        errs.push(await new Promise((resolve) => {
+            $as().add((as) => {
+                as.setTimeout(1);
+            }, (as, err) => {
+                resolve(err);
+            }).execute();
+        }));
+    }
+    assert.deepStrictEqual(errs, ['Timeout', 'Timeout', 'Timeout']);
+    if (isPolyglot) {
+        // the C scheduler's timers: the wrapper is only tried once
+        assert.strictEqual(calls, 1);
+    } else {
+        assert.strictEqual(calls, 3);
+    }
+});
