@@ -315,12 +315,16 @@ const doneWaiting = (root, h) => {
     }
 };
 
-/* ---- step timeouts on mocked timers ----
- * A fake global setTimeout() (node:test mock.timers, @sinonjs/fake-timers,
- * Jest's fake timers) sets the step timeouts, as futoin-asyncsteps sets them
- * all with the global one: the C scheduler's timers keep real time. A
+/* ---- step timeouts on another event tool ----
+ * As futoin-asyncsteps sets every step timeout with its root's event tool,
+ * callLater() of a custom tool (new AsyncSteps(state, tool)), of a replaced
+ * AsyncTool.callLater(), or of AsyncTool while the global setTimeout() is a
+ * fake one (node:test mock.timers, @sinonjs/fake-timers, Jest's fake
+ * timers) sets them here: the C scheduler's timers keep real time. A
  * wrapper of Node's own timers (an instrumenting agent) changes nothing. */
 const NODE_SET_TIMEOUT = require('timers').setTimeout;
+const CALL_LATER = AsyncTool.callLater;
+const CANCEL_CALL = AsyncTool.cancelCall;
 const NO_CANCEL = () => {};
 const NodeTimeout = (() => {
     const t = NODE_SET_TIMEOUT(NO_CANCEL, 0);
@@ -328,7 +332,7 @@ const NodeTimeout = (() => {
     return t.constructor;
 })();
 
-// step handle -> its timeout on the global timers: [timer, clearTimeout]
+// step handle -> its timeout on an event tool: [handle, tool]
 const MOCKED = new Map();
 
 // the global setTimeout() seen last, and whether it is a fake one
@@ -354,26 +358,43 @@ const timersMocked = () => {
     return globalFake;
 };
 
+/* the event tool that sets root's step timeouts, or null: the C scheduler
+ * (in virtual time for AsyncToolTest) */
+const timerTool = (root) => {
+    const tool = root._async_tool;
+    if (root._test) {
+        return null;
+    }
+    if (tool !== AsyncTool) {
+        return tool !== null && typeof tool === 'object' && typeof tool.callLater === 'function' &&
+            typeof tool.cancelCall === 'function' ? tool : null;
+    }
+    return AsyncTool.callLater !== CALL_LATER || AsyncTool.cancelCall !== CANCEL_CALL || timersMocked() ?
+        AsyncTool : null;
+};
+
 /* the step ended (or set another timeout): its timer goes */
 const unmockTimeout = (h) => {
     const t = MOCKED.get(h);
     if (t !== undefined) {
         MOCKED.delete(h);
-        t[1](t[0]);
+        t[1].cancelCall(t[0]);
     }
 };
 
-const mockedTimeout = (as, ms) => {
+const mockedTimeout = (as, ms, tool) => {
     unmockTimeout(as._h);
     if (as._ck === -1) {
         as.setCancel(NO_CANCEL); // it waits, and onCancel() hears when it is cancelled
     }
-    const clear = globalThis.clearTimeout;
-    const timer = globalThis.setTimeout(() => {
-        MOCKED.delete(as._h);
+    const t = [undefined, tool];
+    t[0] = tool.callLater(() => {
+        if (MOCKED.get(as._h) === t) {
+            MOCKED.delete(as._h);
+        }
         mockedTimeoutFires(as);
     }, ms);
-    MOCKED.set(as._h, [timer, clear]);
+    MOCKED.set(as._h, t);
 };
 
 /* as futoin-asyncsteps' on_timeout(): the step fails with Timeout, its
@@ -726,8 +747,9 @@ class AsyncStepProtector {
             throw new Error(STALE); // production mode: a cancel handler's
         }
         timeout_ms = msOf(timeout_ms);
-        if (timersMocked() && !this._root._test) {
-            mockedTimeout(this, timeout_ms);
+        const tool = timerTool(this._root);
+        if (tool !== null) {
+            mockedTimeout(this, timeout_ms, tool);
         } else if (this._h === CUR) {
             // applied now, not when the callback returns: the deadline
             // counts from this call, as a setTimeout() of Node's does

@@ -143,3 +143,69 @@ test('a wrapper of Node\'s own setTimeout() keeps step timeouts working', T, asy
         assert.strictEqual(calls, 3);
     }
 });
+
+test('a custom event tool given to the root sets its step timeouts', T, async () => {
+    const pending = [];
+    const cancelled = [];
+    const tool = {
+        callLater(f, ms) {
+            const e = { f, ms };
+            pending.push(e);
+            return e;
+        },
+        cancelCall(e) {
+            cancelled.push(e);
+        },
+        callImmediate: (f) => setImmediate(f),
+        cancelImmediate: (h) => clearImmediate(h),
+    };
+    const trace = [];
+    const done = deferred();
+    let outside;
+    new $as.AsyncSteps(null, tool)
+        .add((as) => {
+            as.setTimeout(100);
+            outside = as;
+        })
+        .add((as) => {
+            trace.push('second');
+            as.setTimeout(200);
+        }, (as, err) => {
+            trace.push(`${err}:${as.state.last_exception.message}`);
+            done.resolve();
+        })
+        .execute();
+    const timers = pending.filter((e) => e.ms === 100 || e.ms === 200);
+    assert.deepStrictEqual(timers.map((e) => e.ms), [100]);
+    outside.success(); // completed before its timeout: the tool cancels it
+    assert.deepStrictEqual(cancelled, [timers[0]]);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = pending.filter((e) => e.ms === 200);
+    assert.deepStrictEqual(trace, ['second']);
+    assert.strictEqual(second.length, 1);
+    second[0].f();
+    await done.promise;
+    assert.deepStrictEqual(trace, ['second', 'Timeout:Timeout']);
+});
+
+test('a step timeout goes through AsyncTool.callLater() when it was replaced', T, async (t) => {
+    const { AsyncTool } = $as;
+    const orig = AsyncTool.callLater;
+    const seen = [];
+    AsyncTool.callLater = (f, ms) => {
+        seen.push(ms);
+        return orig(f, ms);
+    };
+    t.after(() => {
+        AsyncTool.callLater = orig;
+    });
+    const err = await new Promise((resolve) => {
+        $as().add((as) => {
+            as.setTimeout(3);
+        }, (as, err) => {
+            resolve(err);
+        }).execute();
+    });
+    assert.strictEqual(err, 'Timeout');
+    assert.deepStrictEqual(seen, [3]);
+});
