@@ -529,19 +529,28 @@ class _AwaitStep:
 
 
 def _replay(target, model):
-    for rec in list(model):  # copy_from() of itself: the steps it had
-        kind = rec[0]
+    # the model is flat: each record's kind, then its arguments
+    model = list(model)  # copy_from() of itself: the steps it had
+    i = 0
+    while i < len(model):
+        kind = model[i]
         if kind == "add":
-            target.add(rec[1], rec[2])
+            target.add(model[i + 1], model[i + 2])
+            i += 3
         elif kind == "loop":
-            target.loop(rec[1], rec[2])
+            target.loop(model[i + 1], model[i + 2])
+            i += 3
         elif kind == "repeat":
-            target.repeat(rec[1], rec[2], rec[3])
+            target.repeat(model[i + 1], model[i + 2], model[i + 3])
+            i += 4
         elif kind == "sync":
-            target.sync(rec[1], rec[2], rec[3])
+            target.sync(model[i + 1], model[i + 2], model[i + 3])
+            i += 4
         elif kind == "parallel":
-            p = target.parallel(rec[1])
-            _replay(p, rec[2])
+            _replay(target.parallel(model[i + 1]), model[i + 2])
+            i += 3
+        else:
+            raise RuntimeError(f"copy_from(): unknown record {kind!r} in the model")
 
 
 def _flow_ended(root) -> None:

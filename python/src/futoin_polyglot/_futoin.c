@@ -336,7 +336,7 @@ typedef struct StepsObject
     struct viewlink* link; /* a step view kept past its callback: told when its step ends */
     int went_on;      /* in its callback: success(), add() ... (an error handler recovered) */
     struct StepsObject* par_root; /* a root-level parallel's view: the root its branches' callbacks are listed on */
-    PyObject* model;  /* roots: recorded root-level adds (copy_from) */
+    PyObject* model;  /* roots: recorded root-level adds (copy_from), flat: kind, args... */
     PyObject* spent_model; /* roots: the model of the last run, freed with the next (or the root) */
     PyObject* weakrefs;
     PyObject* ctx;    /* roots: the contextvars context of its run (its flow's host data) */
@@ -1297,6 +1297,24 @@ static int callable_or_none(PyObject* o, const char* what)
     return 0;
 }
 
+/* the name of a recorded call, interned once */
+static PyObject* model_kind(const char* kind)
+{
+    static const char* const names[] = {"add", "parallel", "loop", "repeat", "sync"};
+    static PyObject* strs[sizeof(names) / sizeof(names[0])];
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+        if (!strcmp(kind, names[i])) {
+            if (!strs[i]) {
+                strs[i] = PyUnicode_InternFromString(names[i]);
+            }
+            return strs[i];
+        }
+    }
+    return NULL;
+}
+
+/* a record is its kind, then its n arguments, flat in the model list: no
+ * object per record for the GC to count and walk (a root of 10^5 adds) */
 static void record_model(StepsObject* self, const char* kind, PyObject* const* args, Py_ssize_t n)
 {
     if (!self->model) {
@@ -1311,21 +1329,18 @@ static void record_model(StepsObject* self, const char* kind, PyObject* const* a
         }
         Py_SETREF(self->model, l);
     }
-    PyObject* t = PyTuple_New(n + 1);
-    PyObject* k = t ? PyUnicode_InternFromString(kind) : NULL; /* interned: cheap after the first */
-    if (!k) {
-        Py_XDECREF(t);
+    PyObject* model = self->model;
+    Py_ssize_t len = PyList_GET_SIZE(model);
+    PyObject* k = model_kind(kind);
+    int failed = !k || PyList_Append(model, k) != 0;
+    for (Py_ssize_t i = 0; i < n && !failed; ++i) {
+        failed = PyList_Append(model, args[i] ? args[i] : Py_None) != 0;
+    }
+    if (failed) {
         PyErr_Clear();
-        return;
+        PyList_SetSlice(model, len, PY_SSIZE_T_MAX, NULL); /* whole records only */
+        PyErr_Clear();
     }
-    PyTuple_SET_ITEM(t, 0, k);
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject* a = args[i] ? args[i] : Py_None;
-        Py_INCREF(a);
-        PyTuple_SET_ITEM(t, i + 1, a);
-    }
-    PyList_Append(self->model, t);
-    Py_DECREF(t);
 }
 
 /* add a step with (func, onerror), Python callables or CStep objects */
