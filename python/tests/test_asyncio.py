@@ -4,6 +4,7 @@ awaited future, interleaving with asyncio I/O, many concurrent flows."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import pytest
@@ -863,3 +864,25 @@ def test_a_root_whose_binary_pointer_was_handed_out_stays_on_its_tool(arun):
 
     assert arun(main())
     assert as_.run() == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX only")
+def test_a_child_forked_inside_a_running_loop_runs_no_loop():
+    # the child has a copy of the loop, not running: promise() has no loop
+    # there, run() blocks on the child's own tool
+    async def main():
+        await AsyncSteps().add(lambda as_: as_.success())
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                try:
+                    AsyncSteps().promise()
+                except RuntimeError:
+                    code = 0 if AsyncSteps().add(lambda as_: as_.success(5)).run() == 5 else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+    assert asyncio.run(main()) == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import concurrent.futures
+import os
 import sys
 import threading
 import typing
@@ -79,6 +80,9 @@ class _AsyncioDriver:
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
         self.thread = threading.current_thread()  # the loop's
+        # asyncio's loops tell the thread running them (_thread_id): a check
+        # without the getpid() of _get_running_loop() (CPython 3.11)
+        self.tells_thread = isinstance(loop, asyncio.BaseEventLoop)
         self.tool = Tool()
         self._soon = None
         self._timer = None
@@ -121,6 +125,26 @@ class _AsyncioDriver:
 
 
 _last_driver = None  # the most recently used one: most programs have one loop
+_get_ident = threading.get_ident
+
+
+def _running_driver():
+    """the driver of the loop running on this thread if that is the one used
+    last and says so cheaply, else None (then ask _get_running_loop())"""
+    d = _last_driver
+    if d is not None and d.tells_thread and d.loop._thread_id == _get_ident():
+        return d
+    return None
+
+
+def _forget_loops() -> None:
+    """a forked child runs none of its parent's loops (a copy says it runs)"""
+    global _last_driver
+    _last_driver = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_loops)
 
 
 _closed_drivers: "list[_AsyncioDriver]" = []  # of closed loops, with flows left that wait for their thread
@@ -223,9 +247,13 @@ class AsyncSteps(AsyncStepsBase):
     def __new__(cls, tool: "Tool | None" = None):
         if tool is None:
             # the common case inline: the loop used last (see _driver_for)
-            loop = _get_running_loop()
-            d = _last_driver
-            tool = d.tool if loop is not None and d is not None and d.loop is loop else get_tool()
+            d = _running_driver()
+            if d is not None:
+                tool = d.tool
+            else:
+                loop = _get_running_loop()
+                d = _last_driver
+                tool = d.tool if loop is not None and d is not None and d.loop is loop else get_tool()
             return AsyncStepsBase.__new__(cls, tool, True)  # picked: it may move to where it runs
         return AsyncStepsBase.__new__(cls, tool)
 
@@ -344,12 +372,18 @@ class AsyncSteps(AsyncStepsBase):
         step's result (None, one value, or a tuple) or a FutoInError. As in
         the JS reference, the flow's first burst of steps runs right away
         (unless called from inside another flow's step)."""
-        _check_root(self, "promise()")
-        loop = _get_running_loop()
-        if loop is None:
-            raise RuntimeError("promise() needs a running asyncio loop; use run() without one")
-        d = _last_driver
-        tool = d.tool if d is not None and d.loop is loop else _driver_for(loop).tool
+        if not self._is_root:
+            _check_root(self, "promise()")
+        d = _running_driver()
+        if d is not None:
+            loop = d.loop
+            tool = d.tool
+        else:
+            loop = _get_running_loop()
+            if loop is None:
+                raise RuntimeError("promise() needs a running asyncio loop; use run() without one")
+            d = _last_driver
+            tool = d.tool if d is not None and d.loop is loop else _driver_for(loop).tool
         key = id(self)
         if tool is not self._tool:
             if _running.get(key) is self:
@@ -366,7 +400,9 @@ class AsyncSteps(AsyncStepsBase):
         _running[key] = self  # closures hold the key only (see execute)
 
         def capture(as_, *args):
-            _flow_ended(_running.pop(key, None))
+            root = _running.pop(key, None)
+            if root is not None:
+                root._flow_ended()
             _promised.pop(key, None)
             if not fut.done():
                 fut.set_result(None if not args else args[0] if len(args) == 1 else args)
