@@ -502,12 +502,14 @@ def _check_root(as_, what):
 
 
 def _await_step(as_, awaitable):
-    if _get_running_loop() is None:
+    d = _running_driver()
+    loop = d.loop if d is not None else _get_running_loop()
+    if loop is None:
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
         as_.error(errors.InternalError, "await_() needs a flow driven by a running asyncio loop")
     # a future of another loop would never wake this one: ValueError, in the flow
-    fut = asyncio.ensure_future(awaitable, loop=_get_running_loop())
+    fut = asyncio.ensure_future(awaitable, loop=loop)
     cancelled = []
 
     def done(f):
