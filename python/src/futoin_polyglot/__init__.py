@@ -125,16 +125,17 @@ class _AsyncioDriver:
 
 
 _last_driver = None  # the most recently used one: most programs have one loop
+_get_running_loop = asyncio.events._get_running_loop  # None instead of raising
 _get_ident = threading.get_ident
 
 
-def _running_driver():
-    """the driver of the loop running on this thread if that is the one used
-    last and says so cheaply, else None (then ask _get_running_loop())"""
+def _running_loop():
+    """the loop running on this thread, or None; the loop of the driver used
+    last answers without the getpid() of _get_running_loop()"""
     d = _last_driver
     if d is not None and d.tells_thread and d.loop._thread_id == _get_ident():
-        return d
-    return None
+        return d.loop
+    return _get_running_loop()
 
 
 def _forget_loops() -> None:
@@ -191,13 +192,10 @@ def _driver_for(loop: asyncio.AbstractEventLoop) -> _AsyncioDriver:
     return driver
 
 
-_get_running_loop = asyncio.events._get_running_loop  # None instead of raising
-
-
 def get_tool() -> Tool:
     """The tool for new flows: the running asyncio loop's, else this
     thread's blocking tool."""
-    loop = _get_running_loop()
+    loop = _running_loop()
     if loop is not None:
         return _driver_for(loop).tool
     tool = getattr(_tls, "tool", None)
@@ -247,13 +245,9 @@ class AsyncSteps(AsyncStepsBase):
     def __new__(cls, tool: "Tool | None" = None):
         if tool is None:
             # the common case inline: the loop used last (see _driver_for)
-            d = _running_driver()
-            if d is not None:
-                tool = d.tool
-            else:
-                loop = _get_running_loop()
-                d = _last_driver
-                tool = d.tool if loop is not None and d is not None and d.loop is loop else get_tool()
+            loop = _running_loop()
+            d = _last_driver
+            tool = d.tool if loop is not None and d is not None and d.loop is loop else get_tool()
             return AsyncStepsBase.__new__(cls, tool, True)  # picked: it may move to where it runs
         return AsyncStepsBase.__new__(cls, tool)
 
@@ -374,16 +368,11 @@ class AsyncSteps(AsyncStepsBase):
         (unless called from inside another flow's step)."""
         if not self._is_root:
             _check_root(self, "promise()")
-        d = _running_driver()
-        if d is not None:
-            loop = d.loop
-            tool = d.tool
-        else:
-            loop = _get_running_loop()
-            if loop is None:
-                raise RuntimeError("promise() needs a running asyncio loop; use run() without one")
-            d = _last_driver
-            tool = d.tool if d is not None and d.loop is loop else _driver_for(loop).tool
+        loop = _running_loop()
+        if loop is None:
+            raise RuntimeError("promise() needs a running asyncio loop; use run() without one")
+        d = _last_driver
+        tool = d.tool if d is not None and d.loop is loop else _driver_for(loop).tool
         key = id(self)
         if tool is not self._tool:
             if _running.get(key) is self:
@@ -455,7 +444,7 @@ class AsyncSteps(AsyncStepsBase):
         _check_root(self, "run()")
         tool = self._tool
         if (self._picked_tool and tool is not get_tool() and _running.get(id(self)) is not self
-                and _get_running_loop() is None):
+                and _running_loop() is None):
             # made in a loop that does not run now: it runs here, blocking
             _replay(self, self._rebind(get_tool()))
         self._tool._check_runnable()  # nested, or under asyncio: it would never return
@@ -502,8 +491,7 @@ def _check_root(as_, what):
 
 
 def _await_step(as_, awaitable):
-    d = _running_driver()
-    loop = d.loop if d is not None else _get_running_loop()
+    loop = _running_loop()
     if loop is None:
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
@@ -698,7 +686,7 @@ class _CoreSync(ISync):
         self._make = make  # tool -> the core object
         self._tool = None
         self._core = None
-        if tool is not None or _get_running_loop() is not None:
+        if tool is not None or _running_loop() is not None:
             self._bind(tool if tool is not None else get_tool())
 
     def _bind(self, tool):
