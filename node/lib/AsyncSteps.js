@@ -310,9 +310,7 @@ const doneWaiting = (root, h) => {
     if (root._waitH === h) {
         root._waitH = undefined;
     }
-    if (MOCKED.size !== 0) {
-        unmockTimeout(h);
-    }
+    dropToolTimeout(h);
 };
 
 /* ---- step timeouts on another event tool ----
@@ -333,7 +331,7 @@ const NodeTimeout = (() => {
 })();
 
 // step handle -> its timeout on an event tool: [handle, tool]
-const MOCKED = new Map();
+const TOOL_TIMEOUTS = new Map();
 
 // the global setTimeout() seen last, and whether it is a fake one
 let globalTimer = NODE_SET_TIMEOUT;
@@ -374,37 +372,40 @@ const timerTool = (root) => {
 };
 
 /* the step ended (or set another timeout): its timer goes */
-const unmockTimeout = (h) => {
-    const t = MOCKED.get(h);
+const dropToolTimeout = (h) => {
+    if (TOOL_TIMEOUTS.size === 0) {
+        return; // the usual case: no map lookup
+    }
+    const t = TOOL_TIMEOUTS.get(h);
     if (t !== undefined) {
-        MOCKED.delete(h);
+        TOOL_TIMEOUTS.delete(h);
         t[1].cancelCall(t[0]);
     }
 };
 
-const mockedTimeout = (as, ms, tool) => {
-    unmockTimeout(as._h);
+const toolTimeout = (as, ms, tool) => {
+    dropToolTimeout(as._h);
     if (as._ck === -1) {
         as.setCancel(NO_CANCEL); // it waits, and onCancel() hears when it is cancelled
     }
     const t = [undefined, tool];
     t[0] = tool.callLater(() => {
-        if (MOCKED.get(as._h) === t) {
-            MOCKED.delete(as._h);
+        if (TOOL_TIMEOUTS.get(as._h) === t) {
+            TOOL_TIMEOUTS.delete(as._h);
         }
-        mockedTimeoutFires(as);
+        toolTimeoutFires(as);
     }, ms);
-    MOCKED.set(as._h, t);
+    TOOL_TIMEOUTS.set(as._h, t);
 };
 
 /* as futoin-asyncsteps' on_timeout(): the step fails with Timeout, its
  * cancel and error handlers run now */
-const mockedTimeoutFires = (as) => {
+const toolTimeoutFires = (as) => {
     if (outOfService(as) || as._h === CANCELLED_H) {
         return;
     }
     if (as._h === CUR) {
-        // the mocked clock moved inside its own callback: as soon as it returns
+        // the tool's clock moved inside the step's own callback: as soon as it returns
         queue(CUR, OP_TIMEOUT, 0, 0);
         N.flush();
         return;
@@ -749,7 +750,7 @@ class AsyncStepProtector {
         timeout_ms = msOf(timeout_ms);
         const tool = timerTool(this._root);
         if (tool !== null) {
-            mockedTimeout(this, timeout_ms, tool);
+            toolTimeout(this, timeout_ms, tool);
         } else if (this._h === CUR) {
             // applied now, not when the callback returns: the deadline
             // counts from this call, as a setTimeout() of Node's does
@@ -1907,9 +1908,7 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
 
 const onThrow = (root, as, e) => {
     const succeeded = (as._f & F_DONE) !== 0 && e !== root._raised;
-    if (MOCKED.size !== 0) {
-        unmockTimeout(as._h);
-    }
+    dropToolTimeout(as._h);
     as._f |= F_DONE;
     if (as._h === CANCELLED_H || !isLiveAs(as)) {
         // its flow was cancelled meanwhile: nothing handles it, as in futoin-asyncsteps
@@ -2022,9 +2021,7 @@ const CANCEL_DONE = () => {}; // FNS entry of a cancel handler whose step comple
 
 const onCancel = (r, h, k, code, info) => {
     const root = rootOf(r); // first: a weak root's callbacks come back with it
-    if (MOCKED.size !== 0) {
-        unmockTimeout(h);
-    }
+    dropToolTimeout(h);
     if (code !== undefined && root) {
         syncErrorState(root, code, info); // an error from C unwinds (a Timeout): C told it once
     }
