@@ -428,7 +428,10 @@ const errorsNow = (root) => {
             N.runNow();
         }
     } else if (N.flowNow(root._h, true)) {
-        runAlone(root._test, HOST_ERRORS);
+        runAlone(root._test, HOST_ERRORS | HOST_MORE);
+        if (reg.SH[SH_MORE] === 0) {
+            return; // nothing to go on with (the flow ended): no turn armed ahead of later ones
+        }
     } else if (root._test) {
         reg.afterEvent.push(root);
     } else {
@@ -569,17 +572,17 @@ const goOn = (root, ran) => {
     N.runNow();
 };
 
-/* goOn() from a promise reaction; own: the reaction runs in root's async
- * context (then() was called in its step), no scope to enter again */
-const goOnIn = (own, root, ran) => {
+/* fn(root, arg) from a promise reaction; own: the reaction runs in root's
+ * async context (then() was called in its step), no scope to enter again */
+const inReaction = (own, root, fn, arg) => {
     if (!own || root._ar === undefined) {
-        goOn(root, ran);
+        fn(root, arg);
         return;
     }
     const prev = IN_AR;
     IN_AR = root._ar;
     try {
-        goOn(root, ran);
+        fn(root, arg);
     } finally {
         IN_AR = prev;
     }
@@ -601,7 +604,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
                 if (isLiveAs(step_as)) {
                     // the flow goes on in this promise reaction, as in
                     // futoin-asyncsteps, not a loop turn (or test event) later
-                    goOnIn(own, root, N.awaited(step_as._h, result));
+                    inReaction(own, root, goOn, N.awaited(step_as._h, result));
                 }
             } else if (step_as === undefined) {
                 complete = (as) => {
@@ -615,9 +618,9 @@ const awaitImpl = (asi, root, promise, onerror) => {
                     const as = step_as;
                     step_as = null; // its cancel handler cancels the promise no more, as in futoin-asyncsteps
                     awaitFailed(root, as, reason);
-                    // its handlers run now, as for a result
-                    goOnIn(own, root, !root._foreign && root._h !== undefined &&
-                        N.flowNow(root._h, false, as._h));
+                    // its handlers run now, the steps after them on a later
+                    // event, as after any error from outside (futoin-asyncsteps)
+                    inReaction(own, root, errorsNow);
                 }
             } else if (step_as === undefined) {
                 step_as = null;

@@ -258,3 +258,53 @@ test('a rejected await() does not cancel its promise', T, async () => {
         assert.strictEqual(cancelled, 0);
     }
 });
+
+/* a step awaiting `promise` whose handler pushes 'handled <code>', queues a
+ * setImmediate() that pushes 'immediate', then succeeds; the next step pushes
+ * 'next'. Resolves with the order once the flow ended. */
+const handledThenNext = (settle) => new Promise((resolve) => {
+    const order = [];
+    const d = deferred();
+    $as().add((as) => {
+        as.add((as) => as.await(d.promise), (as, err) => {
+            order.push(`handled ${err}`);
+            setImmediate(() => order.push('immediate'));
+            as.success();
+        });
+        as.add((as) => order.push('next'));
+    }).add((as) => resolve(order)).execute();
+    setTimeout(() => settle(d), 1);
+});
+
+test('after a rejected await() is handled, the next step runs on a later event, as after any error from outside', T,
+    async () => {
+        // as futoin-asyncsteps: the handler runs in the rejection's reaction,
+        // the steps after it through callImmediate()
+        for (const reason of [new Error('Bad'), 'Bad']) {
+            const order = await handledThenNext((d) => d.reject(reason));
+            const code = reason instanceof Error ? 'PromiseReject' : 'Bad';
+            assert.deepStrictEqual(order, [`handled ${code}`, 'immediate', 'next']);
+        }
+    });
+
+test('under AsyncToolTest the steps after a handled rejection wait for an event, as in futoin-asyncsteps', T,
+    async () => {
+        await onTestTool(async (AT) => {
+            const order = [];
+            const d = deferred();
+            $as().add((as) => {
+                as.add((as) => as.await(d.promise), (as, err) => {
+                    order.push(`handled ${err}`);
+                    as.success();
+                });
+                as.add((as) => order.push('next'));
+            }).execute();
+            AT.run();
+            d.reject('Bad');
+            await microtasks();
+            assert.deepStrictEqual(order, ['handled Bad']);
+            assert.strictEqual(AT.hasEvents(), true);
+            AT.run();
+            assert.deepStrictEqual(order, ['handled Bad', 'next']);
+        });
+    });
