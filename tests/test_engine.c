@@ -439,6 +439,47 @@ static void cancel_handler_tells_the_error_it_unwinds(void** state)
     assert_null(futoin_steps_unwinding(r));
 }
 
+static void f_timed(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->setTimeout(bsi, 10);
+}
+
+/* after a step timeout's error handlers the steps after them wait for a
+ * later turn, as the JS reference's timer callback runs the handlers and
+ * its callImmediate() the rest; a branch's timeout reaches the parallel's
+ * handler in the timer's turn too */
+static void timeout_handlers_run_in_the_timer_turn_the_next_steps_later(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_timed, eh_recover);
+    r->api->add(r, "next", f_trace, NULL);
+    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_recover);
+    p->api->add(p, NULL, f_timed, NULL);
+    p->api->add(p, NULL, f_wait, NULL);
+    r->api->add(r, "last", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    assert_trace("");
+    assert_int_equal(futoin_tool_take_deferred(t), 0);
+    futoin_tool_iterate(t, 0); /* the clock moves to the deadline */
+    assert_trace("recover:Timeout");
+    assert_int_equal(futoin_tool_take_deferred(t), 1);
+    assert_int_equal(futoin_tool_take_deferred(t), 0);
+    futoin_tool_iterate(t, 0);
+    assert_trace("recover:Timeout|next");
+    futoin_tool_iterate(t, 0); /* the branches start */
+    assert_trace("recover:Timeout|next|wait");
+    futoin_tool_iterate(t, 0); /* the branch's deadline */
+    assert_trace("recover:Timeout|next|wait|par:Timeout");
+    assert_int_equal(futoin_tool_take_deferred(t), 1);
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_trace("recover:Timeout|next|wait|par:Timeout|last");
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1430,6 +1471,7 @@ int main(void)
             T(host_step_waiting_to_be_taken_is_cancelled_at_once),
             T(branch_completed_from_outside_goes_on_at_once),
             T(cancel_handler_tells_the_error_it_unwinds),
+            T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(root_at_top_between_steps_takes_more_steps),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),

@@ -136,6 +136,8 @@ struct FutoInAsyncTool_
     uint32_t host_active; /* host steps taken and not done: inside callbacks */
     int host_bursts;      /* futoin_tool_set_host_bursts() */
     struct fstrand* host_cont; /* the strand host_done() goes on with */
+    int deferred; /* futoin_tool_take_deferred() */
+    int urgent;   /* ftool_task_push_urgent() during this iterate() */
     /* clock */
     futoin_clock_fn clock;
     void* clock_data;
@@ -167,6 +169,9 @@ FTN_HIDDEN void ftool_hold(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_drop(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_task_push(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN void ftool_task_remove(FutoInAsyncTool* t, ftask* task);
+/* first in the queue, and part of the running iterate() even past the tasks
+ * it set out to run (what the task running now must finish in its turn) */
+FTN_HIDDEN void ftool_task_push_urgent(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN ftimer* ftool_timer_start(
         FutoInAsyncTool* t, uint32_t delay_ms, void (*cb)(void*), void* data);
 FTN_HIDDEN void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen);
@@ -305,6 +310,7 @@ typedef struct fstrand
     uint8_t fresh;        /* a branch not run yet: a nested run of its flow takes its first burst */
     uint8_t in_host_q;    /* on the host queue: its step waits for the host to take it */
     uint8_t unwinding;    /* a cancel handler of its error unwinding runs */
+    uint8_t timed_out;    /* a step timeout's error: handlers only, its next step on a later turn */
     FutoInArgs out_args;  /* the last success() values, for the next step */
     FutoInArgs host_args; /* what a step run by the host receives */
     fhq_link host_link; /* on its tool's host_q */

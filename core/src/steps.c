@@ -118,6 +118,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     st->fresh = 0;
     st->in_host_q = 0;
     st->unwinding = 0;
+    st->timed_out = 0;
     base->strand = st;
 }
 
@@ -126,6 +127,17 @@ static inline void strand_schedule(fstrand* st)
     if (!st->task.queued) {
         ftool_task_push(st->flow->tool, &st->task);
     }
+}
+
+/* its burst is used up before its next step: on to a later turn (after a
+ * step timeout's handlers the host is told, as for a completion from outside) */
+static void strand_yield(fstrand* st)
+{
+    if (st->timed_out) {
+        st->timed_out = 0;
+        st->flow->tool->deferred = 1;
+    }
+    strand_schedule(st);
 }
 
 /* ---- error codes: per strand, double-buffered so a handler may pass the
@@ -336,6 +348,7 @@ static void strand_teardown(fstrand* st0)
     ftool_task_remove(st0->flow->tool, &st0->task);
     st0->err_pending = 0;
     st0->info_pending = 0;
+    st0->timed_out = 0;
     fargs_reset(&st0->out_args);
 }
 
@@ -358,6 +371,7 @@ static void flow_finish(fflow* fl)
     fl->base.state = FS_IDLE;
     fl->flags &= ~FL_RUNNING;
     fl->main.err_pending = 0;
+    fl->main.timed_out = 0;
 }
 
 static void flow_fail(fflow* fl)
@@ -426,10 +440,17 @@ static int branch_fail(fstrand* b)
     fstep* par = b->par;
     fstrand* pst = par->strand;
     strand_set_code(pst, strand_code(b));
+    const int timed_out = b->timed_out;
     branch_release(b);
     parallel_cancel_branches(par);
     pst->err_pending = 1;
-    strand_schedule(pst);
+    if (timed_out) {
+        /* the parallel's handlers are part of the timeout's turn too */
+        pst->timed_out = 1;
+        ftool_task_push_urgent(par->flow->tool, &pst->task);
+    } else {
+        strand_schedule(pst);
+    }
     return R_GONE;
 }
 
@@ -640,7 +661,7 @@ static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
         if (FTN_UNLIKELY(*budget == 0)) {
             st->top = f;
             step_put(fl->tool, c);
-            strand_schedule(st);
+            strand_yield(st);
             return R_STOP;
         }
         --*budget;
@@ -824,7 +845,9 @@ static void strand_run_with(fstrand* st, uint32_t budget)
 static void strand_run(void* data)
 {
     fstrand* st = data;
-    strand_run_with(st, st->flow->tool->burst);
+    /* a step timeout's handlers run in the timer's turn, as the reference
+     * runs them in its timer callback; the steps after them on a later one */
+    strand_run_with(st, st->timed_out ? 0 : st->flow->tool->burst);
 }
 
 static void strand_run_budget(fstrand* st, uint32_t budget)
@@ -851,7 +874,7 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                     }
                 } else {
                     if (FTN_UNLIKELY(budget-- == 0)) {
-                        strand_schedule(st);
+                        strand_yield(st);
                         break;
                     }
                     f->q_head = c->next;
@@ -897,6 +920,7 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                 step_complete(st, f);
                 continue;
             } else {
+                st->timed_out = 0; /* what ends the wait goes on from outside */
                 break; /* waiting for an external event or branches */
             }
         }
@@ -1124,6 +1148,7 @@ static void step_timeout_cb(void* data)
         return; /* the timed step completed just before: the completion wins */
     }
     strand_set_external_error(st, FUTOIN_ERR_TIMEOUT, "");
+    st->timed_out = 1;
     strand_schedule(st);
 }
 
@@ -1614,7 +1639,7 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     const uint32_t gen = fl->base.gen;
     /* unwinding: a burst of 0 runs the outer handlers and stops before the
      * next step */
-    strand_run_budget(st, errors_only ? 0 : st->host_budget);
+    strand_run_budget(st, errors_only || st->timed_out ? 0 : st->host_budget);
     t->host_cont = prev_cont;
     t->running = was_running;
     if (!was_running) {

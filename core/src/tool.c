@@ -168,6 +168,22 @@ void ftool_task_push(FutoInAsyncTool* t, ftask* task)
     ++t->q_len;
 }
 
+void ftool_task_push_urgent(FutoInAsyncTool* t, ftask* task)
+{
+    ftool_task_remove(t, task);
+    if (!t->q_head) {
+        ftool_task_push(t, task); /* arms the host as any first task */
+    } else {
+        task->prev = NULL;
+        task->next = t->q_head;
+        t->q_head->prev = task;
+        t->q_head = task;
+        task->queued = 1;
+        ++t->q_len;
+    }
+    t->urgent = 1;
+}
+
 void ftool_task_remove(FutoInAsyncTool* t, ftask* task)
 {
     if (!task->queued) {
@@ -628,7 +644,16 @@ static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int timers)
         ftool_run_due_timers(t, ftool_now(t));
     }
     size_t n = max_tasks ? max_tasks : t->q_len;
-    while (n-- > 0) {
+    t->urgent = 0;
+    for (;;) {
+        if (n == 0) {
+            if (!t->urgent) {
+                break;
+            }
+            t->urgent = 0;
+            n = 1;
+        }
+        --n;
         ftask* task = ftool_task_pop(t);
         if (!task) {
             break;
@@ -649,6 +674,15 @@ int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
 int64_t futoin_tool_iterate_ready(FutoInAsyncTool* t, uint32_t max_tasks)
 {
     return iterate(t, max_tasks, 0);
+}
+
+int futoin_tool_take_deferred(FutoInAsyncTool* t)
+{
+    if (!t || !t->deferred) {
+        return 0;
+    }
+    t->deferred = 0;
+    return 1;
 }
 
 int futoin_tool_has_ready(FutoInAsyncTool* t)

@@ -2173,7 +2173,8 @@ const drainHost = (test) => {
     return 0;
 };
 
-reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, onWake, isProduction, HOST_ARGS));
+reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, onWake, isProduction, HOST_ARGS,
+    () => reg.armImmediate()));
 LIVE = reg.LIVE;
 GENS = reg.GENS;
 reg.drainHost = drainHost;

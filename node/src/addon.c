@@ -140,16 +140,19 @@ static napi_value make_ref(napi_env env, napi_value fn, napi_ref* out)
     return fn;
 }
 
-/* init(step, error, cancel, finish, call, drain, wake, production, hostArgs)
- * -> Int32Array shared */
+/* init(step, error, cancel, finish, call, drain, wake, production, hostArgs,
+ * defer) -> Int32Array shared */
 static napi_value n_init(napi_env env, napi_callback_info info)
 {
     jsenv* e = tl_env;
-    size_t argc = 9;
-    napi_value argv[9];
+    size_t argc = 10;
+    napi_value argv[10];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    if (argc < 9 || e->f_step) {
-        return js_throw_type(env, "init() takes seven dispatch functions, a flag and an array, once");
+    if (argc < 10 || e->f_step) {
+        return js_throw_type(env, "init() takes seven dispatch functions, a flag, an array and a function, once");
+    }
+    if (!make_ref(env, argv[9], &e->f_defer)) {
+        return NULL;
     }
     napi_ref* refs[7] = {&e->f_step, &e->f_error, &e->f_cancel, &e->f_finish, &e->f_call, &e->f_drain, &e->f_wake};
     for (int i = 0; i < 7; ++i) {

@@ -210,7 +210,7 @@ struct jsenv
     uint32_t holds; /* keepAlive() calls not released */
     napi_async_context actx;
     napi_ref resource;
-    napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_drain, f_wake;
+    napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_drain, f_wake, f_defer;
     napi_ref host_args; /* the array hostNext() puts a step's values in */
     uint32_t host_fallbacks; /* host steps an engine called itself */
     int32_t* sh; /* the shared Int32Array (SH_*) */

@@ -40,25 +40,30 @@ static void run_iterate(jsenv* e)
     napi_close_handle_scope(env, hs);
 }
 
-/* JS runs the plain JS steps the engine set aside (lib/AsyncSteps.js) */
-static void drain_host(jsenv* e, FutoInAsyncTool* t)
+/* fn(test) of lib/AsyncSteps.js, which catches user code itself */
+static void call_dispatch(jsenv* e, napi_ref fn, int test)
 {
-    if (!futoin_tool_host_pending(t)) {
-        return;
-    }
     napi_env env = e->env;
     napi_value f, undef, arg, ret;
-    if (napi_get_reference_value(env, e->f_drain, &f) != napi_ok || !f) {
+    if (napi_get_reference_value(env, fn, &f) != napi_ok || !f) {
         return;
     }
     napi_get_undefined(env, &undef);
-    napi_get_boolean(env, t == e->test_tool, &arg);
+    napi_get_boolean(env, test, &arg);
     jsenv* prev = js_env_switch(js_env_first()); /* as call_js() */
     napi_status st = napi_call_function(env, undef, f, 1, &arg, &ret);
     js_env_switch(prev);
     if (st != napi_ok) {
         napi_value exc;
-        napi_get_and_clear_last_exception(env, &exc); /* the dispatcher catches user code */
+        napi_get_and_clear_last_exception(env, &exc);
+    }
+}
+
+/* JS runs the plain JS steps the engine set aside (lib/AsyncSteps.js) */
+static void drain_host(jsenv* e, FutoInAsyncTool* t)
+{
+    if (futoin_tool_host_pending(t)) {
+        call_dispatch(e, e->f_drain, t == e->test_tool);
     }
 }
 
@@ -81,6 +86,12 @@ static void turn(jsenv* e, int timers)
             futoin_tool_iterate_ready(e->tool, 0);
         }
         drain_host(e, e->tool);
+        if (futoin_tool_take_deferred(e->tool)) {
+            /* a step timeout's handlers ran: the steps after them go on
+             * through a setImmediate() (SH_IMM), behind those the handlers
+             * queued, as the JS library's callImmediate() */
+            call_dispatch(e, e->f_defer, 0);
+        }
         if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool) || e->sh[SH_IMM]) {
             break; /* SH_IMM: a flow completed from outside waits for its setImmediate() */
         }

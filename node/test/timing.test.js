@@ -547,3 +547,22 @@ test('each flow keeps the AsyncLocalStorage context it was executed in, across w
             [`${n}:1:${n}`, `${n}:2:${n}`, `${n}:3:${n}`, `${n}:4:${n}`, `${n}:Fail:${n}`]);
     }
 });
+
+test('after a step timeout\'s handler, the next step runs after the setImmediate() callbacks queued before', T,
+    async () => {
+        // as futoin-asyncsteps: the handler runs in the timer's callback, the
+        // steps after it through callImmediate()
+        const order = [];
+        const done = deferred();
+        $as().add((as) => {
+            as.add((as) => as.setTimeout(1), (as, err) => {
+                order.push(`handled ${err}`);
+                setImmediate(() => order.push('immediate'));
+                as.success();
+            });
+            as.add((as) => order.push('next'));
+        }).add((as) => done.resolve()).execute();
+        await done.promise;
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepStrictEqual(order, ['handled Timeout', 'immediate', 'next']);
+    });

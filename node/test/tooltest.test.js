@@ -483,3 +483,44 @@ test('AsyncToolTest: a parallel branch goes on with its await() in the promise\'
         $as.installAsyncToolTest(false);
     }
 });
+
+test('a step timeout\'s handlers run in its event, the steps after them in the next event, as futoin-asyncsteps',
+    withTestTool(() => {
+        const trace = [];
+        $as().add((as) => {
+            as.loop((as) => {
+                as.add((as) => {
+                    trace.push('wait');
+                    as.setTimeout(5);
+                }, (as, err) => {
+                    trace.push(`handled ${err}`);
+                    as.break();
+                });
+            });
+        }).add((as) => trace.push('after')).execute();
+        assert.deepStrictEqual(trace, ['wait']);
+        AT.nextEvent();
+        assert.deepStrictEqual(trace, ['wait', 'handled Timeout']);
+        assert.strictEqual(AT.hasEvents(), true);
+        AT.nextEvent();
+        assert.deepStrictEqual(trace, ['wait', 'handled Timeout', 'after']);
+        assert.strictEqual(AT.hasEvents(), false);
+    }));
+
+test('a step timeout in a parallel branch reaches the parallel\'s handler in its event', withTestTool(() => {
+    const trace = [];
+    $as().add((as) => {
+        const p = as.parallel((as, err) => {
+            trace.push(`parallel ${err}`);
+            as.success();
+        });
+        p.add((as) => as.setTimeout(3));
+        p.add((as) => as.waitExternal());
+    }).add((as) => trace.push('after')).execute();
+    assert.deepStrictEqual(trace, []);
+    AT.nextEvent();
+    assert.deepStrictEqual(trace, ['parallel Timeout']);
+    AT.nextEvent();
+    assert.deepStrictEqual(trace, ['parallel Timeout', 'after']);
+    assert.strictEqual(AT.hasEvents(), false);
+}));

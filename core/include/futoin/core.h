@@ -127,6 +127,11 @@ FUTOIN_API int64_t futoin_tool_iterate(FutoInAsyncTool* tool, uint32_t max_tasks
 FUTOIN_API int64_t futoin_tool_iterate_ready(FutoInAsyncTool* tool, uint32_t max_tasks);
 /* Whether immediates (or posts) wait to run, timers aside. */
 FUTOIN_API int futoin_tool_has_ready(FutoInAsyncTool* tool);
+/* Whether a flow left steps for a later turn since the last call (and
+ * forget it): after a step timeout's error handlers, the steps after them
+ * wait for the next turn, as after any completion from outside. A host whose
+ * turns run ready work in rounds ends its turn there. */
+FUTOIN_API int futoin_tool_take_deferred(FutoInAsyncTool* tool);
 /* Runs exactly one event without blocking: the oldest ready immediate, or
  * else the earliest timer if it is due (in virtual time the clock moves to
  * it). Returns 1 when something ran. For test schedulers stepping through
