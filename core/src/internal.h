@@ -43,6 +43,7 @@ typedef struct ftask
     uint64_t gen; /* bumped when the task runs or is cancelled */
     uint8_t queued;
     uint8_t pooled;
+    uint8_t urgent; /* ftool_task_push_urgent(): part of the timer event that queued it */
 } ftask;
 
 typedef struct ftimer
@@ -137,7 +138,7 @@ struct FutoInAsyncTool_
     int host_bursts;      /* futoin_tool_set_host_bursts() */
     struct fstrand* host_cont; /* the strand host_done() goes on with */
     int deferred; /* futoin_tool_take_deferred() */
-    int urgent;   /* ftool_task_push_urgent() during this iterate() */
+    uint32_t urgent; /* queued tasks marked urgent */
     /* clock */
     futoin_clock_fn clock;
     void* clock_data;
@@ -169,8 +170,8 @@ FTN_HIDDEN void ftool_hold(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_drop(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_task_push(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN void ftool_task_remove(FutoInAsyncTool* t, ftask* task);
-/* first in the queue, and part of the running iterate() even past the tasks
- * it set out to run (what the task running now must finish in its turn) */
+/* queued as any task, and for futoin_tool_run_one() part of the timer's
+ * event that queued it (a step timeout's error handlers) */
 FTN_HIDDEN void ftool_task_push_urgent(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN ftimer* ftool_timer_start(
         FutoInAsyncTool* t, uint32_t delay_ms, void (*cb)(void*), void* data);

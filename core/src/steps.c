@@ -1149,7 +1149,7 @@ static void step_timeout_cb(void* data)
     }
     strand_set_external_error(st, FUTOIN_ERR_TIMEOUT, "");
     st->timed_out = 1;
-    strand_schedule(st);
+    ftool_task_push_urgent(s->flow->tool, &st->task); /* its handlers are the timer's event */
 }
 
 void feng_set_timeout(fstep* s, uint32_t ms)

@@ -170,18 +170,21 @@ void ftool_task_push(FutoInAsyncTool* t, ftask* task)
 
 void ftool_task_push_urgent(FutoInAsyncTool* t, ftask* task)
 {
-    ftool_task_remove(t, task);
-    if (!t->q_head) {
-        ftool_task_push(t, task); /* arms the host as any first task */
-    } else {
-        task->prev = NULL;
-        task->next = t->q_head;
-        t->q_head->prev = task;
-        t->q_head = task;
-        task->queued = 1;
-        ++t->q_len;
+    if (!task->queued) {
+        ftool_task_push(t, task);
     }
-    t->urgent = 1;
+    if (!task->urgent) {
+        task->urgent = 1;
+        ++t->urgent;
+    }
+}
+
+static inline void task_unmark(FutoInAsyncTool* t, ftask* task)
+{
+    if (task->urgent) {
+        task->urgent = 0;
+        --t->urgent;
+    }
 }
 
 void ftool_task_remove(FutoInAsyncTool* t, ftask* task)
@@ -202,6 +205,7 @@ void ftool_task_remove(FutoInAsyncTool* t, ftask* task)
     task->next = task->prev = NULL;
     task->queued = 0;
     --t->q_len;
+    task_unmark(t, task);
 }
 
 static ftask* ftool_task_pop(FutoInAsyncTool* t)
@@ -217,6 +221,7 @@ static ftask* ftool_task_pop(FutoInAsyncTool* t)
         task->next = NULL;
         task->queued = 0;
         --t->q_len;
+        task_unmark(t, task);
     }
     return task;
 }
@@ -234,6 +239,7 @@ FutoInHandle ftool_immediate(FutoInAsyncTool* t, void* data, void (*cb)(void*))
     task->cb = cb;
     task->data = data;
     task->pooled = 1;
+    task->urgent = 0;
     ftool_task_push(t, task);
     h.data1 = task;
     h.data2 = t;
@@ -618,6 +624,17 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         ftimer_release(t, tm);
         cb(data);
         ran = 1;
+        /* what the timer queued to finish in its event (a step timeout's
+         * error handlers), in queue order */
+        for (ftask* u = t->q_head; t->urgent && u;) {
+            if (u->urgent) {
+                ftool_task_remove(t, u);
+                task_run(t, u);
+                u = t->q_head; /* the run may change the queue */
+            } else {
+                u = u->next;
+            }
+        }
     }
     t->running = 0;
     tool_arm(t, futoin_tool_next_delay(t));
@@ -644,16 +661,7 @@ static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int timers)
         ftool_run_due_timers(t, ftool_now(t));
     }
     size_t n = max_tasks ? max_tasks : t->q_len;
-    t->urgent = 0;
-    for (;;) {
-        if (n == 0) {
-            if (!t->urgent) {
-                break;
-            }
-            t->urgent = 0;
-            n = 1;
-        }
-        --n;
+    while (n-- > 0) {
         ftask* task = ftool_task_pop(t);
         if (!task) {
             break;

@@ -324,11 +324,18 @@ const NODE_SET_TIMEOUT = require('timers').setTimeout;
 const CALL_LATER = AsyncTool.callLater;
 const CANCEL_CALL = AsyncTool.cancelCall;
 const NO_CANCEL = () => {};
-const NodeTimeout = (() => {
-    const t = NODE_SET_TIMEOUT(NO_CANCEL, 0);
-    clearTimeout(t);
-    return t.constructor;
-})();
+// Node's Timeout class, learnt once timers look mocked (a timer set at load
+// would arm Node's timers handle early: a JS timer due after a step timeout
+// could then run before it in a loop turn that came late)
+let NodeTimeout = null;
+const nodeTimeoutClass = () => {
+    if (NodeTimeout === null) {
+        const t = NODE_SET_TIMEOUT(NO_CANCEL, 0);
+        clearTimeout(t);
+        NodeTimeout = t.constructor;
+    }
+    return NodeTimeout;
+};
 
 // step handle -> its timeout on an event tool: [handle, tool]
 const TOOL_TIMEOUTS = new Map();
@@ -348,7 +355,7 @@ const timersMocked = () => {
         try {
             const t = st(NO_CANCEL, 0);
             globalThis.clearTimeout(t);
-            globalFake = !(t instanceof NodeTimeout);
+            globalFake = !(t instanceof nodeTimeoutClass());
         } catch (e) {
             // not a timer function: Node's own is used
         }

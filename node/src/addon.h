@@ -242,7 +242,6 @@ struct jsenv
         napi_value f_step, undef; /* fetched once per scope */
     } lz; /* one handle scope shared by a run of dispatches */
     int production;    /* NODE_ENV=production: no sanity checks */
-    int test_fired;        /* a callLater() event ran in testNext() */
     uint32_t turn_steps;   /* JS steps run in this turn of the loop */
     uint32_t exec_slot;    /* the root execute() runs now: JS has not listed it yet */
     napi_value exec_obj;

@@ -1694,7 +1694,6 @@ static napi_value n_root_id(napi_env env, napi_callback_info info)
 static void test_fire(void* data)
 {
     jsenv* e = tl_env;
-    e->test_fired = 1;
     napi_value argv[1];
     napi_create_double(e->env, (double)(uintptr_t)data, &argv[0]);
     /* as the reference's events: execute(), error() from outside and
@@ -1753,18 +1752,12 @@ static napi_value n_test_next(napi_env env, napi_callback_info info)
     if (before >= 0) {
         jlazy lz;
         lz_enter(e, &lz);
-        e->test_fired = 0;
         if (!futoin_tool_run_one(e->test_tool) && futoin_tool_in_event(e->test_tool)) {
             /* nothing runs nested in an event (0 otherwise: it only took in
              * a post of another thread that scheduled nothing) */
             lz_leave(e, &lz);
             napi_throw_error(env, NULL, "InternalError: " BUSY_TEST_TOOL);
             return NULL;
-        }
-        if (before > 0 && !e->test_fired && futoin_tool_next_delay(e->test_tool) == 0) {
-            /* a step's timeout: its error handling is part of the same
-             * event, as in futoin-asyncsteps */
-            futoin_tool_iterate(e->test_tool, 0);
         }
         lz_leave(e, &lz);
     }

@@ -566,3 +566,34 @@ test('after a step timeout\'s handler, the next step runs after the setImmediate
         await new Promise((resolve) => setImmediate(resolve));
         assert.deepStrictEqual(order, ['handled Timeout', 'immediate', 'next']);
     });
+
+test('a loop turn that comes late fires a step timeout before a JS timer due after it', T, () => {
+    // a fresh process: Node's own timers as right after require(); the
+    // busy wait makes both deadlines pass before the loop's first turn
+    const { spawnSync } = require('child_process');
+    const { IMPL } = require('./helpers');
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const log = [];
+        $as().add((as) => {
+            as.add((as) => {
+                as.setTimeout(5);
+                setTimeout(() => {
+                    log.push('late ' + (as.state ? 'live' : 'gone'));
+                    if (as.state) as.success('late');
+                }, 30);
+            }, (as, err) => {
+                log.push('handled ' + err);
+                as.success('recovered');
+            });
+        }).add((as, v) => {
+            log.push('end ' + v);
+            console.log(log.join(', '));
+        }).execute();
+        const until = Date.now() + 60;
+        while (Date.now() < until) {}
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 });
+    assert.strictEqual(r.status, 0, r.stderr);
+    assert.strictEqual(r.stdout.trim(), 'handled Timeout, late gone, end recovered');
+});

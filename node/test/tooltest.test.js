@@ -524,3 +524,20 @@ test('a step timeout in a parallel branch reaches the parallel\'s handler in its
     assert.deepStrictEqual(trace, ['parallel Timeout', 'after']);
     assert.strictEqual(AT.hasEvents(), false);
 }));
+
+test('two step timeouts due at once are two events, each with its handler; the steps after them come later',
+    withTestTool(() => {
+        const trace = [];
+        for (const name of ['A', 'B']) {
+            $as().add((as) => as.setTimeout(2), (as, err) => {
+                trace.push(`${name} ${err}`);
+                as.success();
+            }).add((as) => trace.push(`${name} next`)).execute();
+        }
+        const events = [];
+        while (AT.hasEvents()) {
+            AT.nextEvent();
+            events.push(trace.splice(0).join(', '));
+        }
+        assert.deepStrictEqual(events, ['A Timeout', 'B Timeout', 'A next', 'B next']);
+    }));
