@@ -879,9 +879,71 @@ const WORKLOADS = [
     },
 ];
 
-/* not one of the issue's workloads: many flows waiting at once (a server
- * holding a flow per open request), then all cancelled */
+/* not among the issue's workloads: flows started from the event loop, as a
+ * server starts one per request (the "simple execute" row chains each flow
+ * from the last step of the one before), and many flows waiting at once (a
+ * server holding a flow per open request), then all cancelled */
 const EXTRA = [
+    {
+        id: 'execute-loop', name: 'simple execute, 1000 flows started per loop turn', unit: 'flows',
+        ops: 300000, target: 1.0, extra: true,
+        lib: (L, ops) => async () => {
+            let acc = 0;
+            const ms = await new Promise((resolve) => {
+                let left = ops;
+                let started = 0;
+                const s1 = (as) => {
+                    as.success(1);
+                };
+                const s2 = (as, v) => {
+                    acc += v;
+                    if (--left === 0) {
+                        resolve(now() - t0);
+                    }
+                };
+                const turn = () => {
+                    for (let i = 0; i < 1000 && started < ops; ++i, ++started) {
+                        L().add(s1).add(s2).execute();
+                    }
+                    if (started < ops) {
+                        setImmediate(turn);
+                    }
+                };
+                const t0 = now();
+                turn();
+            });
+            return [ms, acc];
+        },
+        native: (ops) => async () => {
+            let acc = 0;
+            const s1 = async () => 1;
+            const s2 = async (v) => {
+                acc += v;
+            };
+            const ms = await new Promise((resolve) => {
+                let left = ops;
+                let started = 0;
+                const flow = async () => {
+                    await s2(await s1());
+                    if (--left === 0) {
+                        resolve(now() - t0);
+                    }
+                };
+                const turn = () => {
+                    for (let i = 0; i < 1000 && started < ops; ++i, ++started) {
+                        flow();
+                    }
+                    if (started < ops) {
+                        setImmediate(turn);
+                    }
+                };
+                const t0 = now();
+                turn();
+            });
+            return [ms, acc];
+        },
+        expect: (ops) => ops,
+    },
     {
         id: 'waiting', name: '100k flows wait at once, then cancel()', unit: 'flows', ops: 100000,
         target: 1.0, extra: true,
