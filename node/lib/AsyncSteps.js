@@ -19,7 +19,7 @@ const N = require('./binding');
 const reg = require('./registry');
 const AsyncTool = require('./AsyncTool');
 const AsyncToolTest = require('./AsyncToolTest');
-const { isProduction, checkFunc, checkOnError, numArg, timerMs } = require('./common');
+const { isProduction, checkFunc, checkOnError, timerMs } = require('./common');
 const NATIVE_SYNC = require('./syncobj').NativeSync.prototype.sync;
 
 // what a callback did, read by C (JS_F_* in src/addon.h)
@@ -468,14 +468,12 @@ const errorCode = (e) => {
 
 const clampMs = (ms) => (ms > 0x7fffffff ? 0x7fffffff : (ms >= 0 ? Math.floor(ms) : 0));
 
-/* milliseconds of setTimeout(): a number (NaN is 0 there and here) or a
- * numeric string, as Node's own timers take them */
+/* milliseconds of setTimeout(), as futoin-asyncsteps hands them to Node's
+ * setTimeout(): coerced as there (no number: the shortest delay; a Symbol or
+ * a BigInt throws TypeError there too) */
 const msOf = (ms) => {
-    const n = numArg(ms);
-    if (typeof n !== 'number') {
-        throw new TypeError('setTimeout() expects milliseconds');
-    }
-    return timerMs(n);
+    const n = ms * 1;
+    return Number.isNaN(n) ? 0 : timerMs(n);
 };
 
 /* repeat(count): futoin-asyncsteps runs the body while `i < count`, so a
