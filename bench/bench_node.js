@@ -193,6 +193,31 @@ const concurrent = (count, make) => new Promise((resolve) => {
     }
 });
 
+/* `count` flows started 1000 per loop turn (setImmediate), as a server
+ * starts one per request: make(done) returns start(); each flow calls done()
+ * when it completes */
+const perTurn = (count, make) => new Promise((resolve) => {
+    let left = count;
+    let started = 0;
+    let t0 = 0;
+    const done = () => {
+        if (--left === 0) {
+            resolve(now() - t0);
+        }
+    };
+    const start = make(done);
+    const turn = () => {
+        for (let i = 0; i < 1000 && started < count; ++i, ++started) {
+            start();
+        }
+        if (started < count) {
+            setImmediate(turn);
+        }
+    };
+    t0 = now();
+    turn();
+});
+
 /* a minimal promise mutex, the native counterpart of Mutex */
 class NativeMutex {
     constructor() {
@@ -889,56 +914,31 @@ const EXTRA = [
         ops: 300000, target: 1.0, extra: true,
         lib: (L, ops) => async () => {
             let acc = 0;
-            const ms = await new Promise((resolve) => {
-                let left = ops;
-                let started = 0;
+            const ms = await perTurn(ops, (done) => {
                 const s1 = (as) => {
                     as.success(1);
                 };
                 const s2 = (as, v) => {
                     acc += v;
-                    if (--left === 0) {
-                        resolve(now() - t0);
-                    }
+                    done();
                 };
-                const turn = () => {
-                    for (let i = 0; i < 1000 && started < ops; ++i, ++started) {
-                        L().add(s1).add(s2).execute();
-                    }
-                    if (started < ops) {
-                        setImmediate(turn);
-                    }
+                return () => {
+                    L().add(s1).add(s2).execute();
                 };
-                const t0 = now();
-                turn();
             });
             return [ms, acc];
         },
         native: (ops) => async () => {
             let acc = 0;
-            const s1 = async () => 1;
-            const s2 = async (v) => {
-                acc += v;
-            };
-            const ms = await new Promise((resolve) => {
-                let left = ops;
-                let started = 0;
-                const flow = async () => {
+            const ms = await perTurn(ops, (done) => {
+                const s1 = async () => 1;
+                const s2 = async (v) => {
+                    acc += v;
+                };
+                return async () => {
                     await s2(await s1());
-                    if (--left === 0) {
-                        resolve(now() - t0);
-                    }
+                    done();
                 };
-                const turn = () => {
-                    for (let i = 0; i < 1000 && started < ops; ++i, ++started) {
-                        flow();
-                    }
-                    if (started < ops) {
-                        setImmediate(turn);
-                    }
-                };
-                const t0 = now();
-                turn();
             });
             return [ms, acc];
         },
