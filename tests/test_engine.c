@@ -480,6 +480,35 @@ static void timeout_handlers_run_in_the_timer_turn_the_next_steps_later(void** s
     assert_trace("recover:Timeout|next|wait|par:Timeout|last");
 }
 
+static FutoInAsyncSteps* g_waiting_step;
+
+static void f_wait_kept(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    g_waiting_step = bsi;
+    assert_int_equal(futoin_steps_is_waiting(bsi), 0); /* its callback runs */
+    bsi->api->waitExternal(bsi);
+}
+
+/* futoin_steps_is_waiting(): a step waiting for an event from outside, until
+ * an error from outside reaches it (a host then drops a late completion) */
+static void is_waiting_tells_a_step_that_waits_for_an_event(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_wait_kept, eh_trace);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_steps_is_waiting(g_waiting_step), 1);
+    assert_int_equal(futoin_steps_is_waiting(r), 0);
+    assert_int_equal(futoin_steps_is_waiting(NULL), 0);
+    g_waiting_step->api->handle_error(g_waiting_step, "Outside", "");
+    assert_int_equal(futoin_steps_is_waiting(g_waiting_step), 0);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("eh:Outside|unhandled:Outside:");
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1472,6 +1501,7 @@ int main(void)
             T(branch_completed_from_outside_goes_on_at_once),
             T(cancel_handler_tells_the_error_it_unwinds),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
+            T(is_waiting_tells_a_step_that_waits_for_an_event),
             T(root_at_top_between_steps_takes_more_steps),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),

@@ -563,6 +563,16 @@ int futoin_steps_is_top(FutoInAsyncSteps* bsi)
     return s->kind != FK_ROOT && s->state != FS_FREE && s->strand && s->strand->top == s;
 }
 
+int futoin_steps_is_waiting(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    const fstep* s = fstep_of(bsi);
+    return s->kind == FK_STEP && s->state == FS_WAIT && !(s->flags & F_SUCCESS) && s->strand && s->strand->top == s
+        && !s->strand->err_pending;
+}
+
 int futoin_steps_is_root(FutoInAsyncSteps* bsi)
 {
     if (!futoin_steps_is_native(bsi)) {

@@ -619,7 +619,9 @@ const awaitImpl = (asi, root, promise, onerror) => {
         },
         (reason) => {
             if (step_as) {
-                if (isLiveAs(step_as)) {
+                // an error from outside may have moved the step on: the
+                // rejection goes, silently, as in futoin-asyncsteps
+                if (isLiveAs(step_as) && N.waiting(step_as._h)) {
                     const as = step_as;
                     step_as = null; // its cancel handler cancels the promise no more, as in futoin-asyncsteps
                     awaitFailed(root, as, reason);

@@ -1385,6 +1385,14 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     }
     jroot* r = h->root;
     FutoInAsyncSteps* step = h->bsi;
+    if (futoin_steps_is_native(step) && !futoin_steps_is_waiting(step)) {
+        /* an error from outside moved the step on: the late result goes,
+         * silently, as in the JS library */
+        futoin_reset_binval(&a.args[0]);
+        napi_value out;
+        NAPI_OK(napi_get_boolean(env, false, &out));
+        return out;
+    }
     step->api->success(step, &a);
     futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
     FutoInAsyncTool* tool = r ? r->tool : NULL; /* the flow may end and its root go */
@@ -1392,6 +1400,19 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     e->sh[SH_MORE] = ran && other_ready(e, tool);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran, &out));
+    return out;
+}
+
+/* waiting(h) -> whether the step h waits for an event from outside (an
+ * await() settling late finds it moved on by an error from outside) */
+static napi_value n_waiting(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = jh_get(e, argv[0], KINDS_STEP);
+    napi_value out;
+    /* a step of another provider: it alone can tell, as its success() does */
+    NAPI_OK(napi_get_boolean(env, h != NULL && (!futoin_steps_is_native(h->bsi) || futoin_steps_is_waiting(h->bsi)),
+                             &out));
     return out;
 }
 
@@ -1843,6 +1864,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"awaited", n_awaited},
             {"atTop", n_at_top},
             {"flowNow", n_flow_now},
+            {"waiting", n_waiting},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},
             {"drainFinSpill", n_drain_fin_spill},

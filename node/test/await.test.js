@@ -308,3 +308,39 @@ test('under AsyncToolTest the steps after a handled rejection wait for an event,
             assert.deepStrictEqual(order, ['handled Bad', 'next']);
         });
     });
+
+test('a promise settling after an error from outside moved its step on is ignored, silently', T, () => {
+    // as futoin-asyncsteps: no output; before, ours printed "(ignored)" lines
+    const { spawnSync } = require('child_process');
+    const { IMPL } = require('./helpers');
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const log = [];
+        for (const fail of [false, true]) {
+            const r = $as();
+            r.await(new Promise((res, rej) => setTimeout(() => (fail ? rej(new Error('late')) : res(1)), 5)),
+                (as, err) => {
+                    log.push('handled ' + err);
+                    as.add((as) => {
+                        as.waitExternal();
+                        setTimeout(() => as.success(), 20);
+                    });
+                });
+            r.add((as) => log.push('next'));
+            r.execute();
+            setImmediate(() => {
+                try {
+                    r.error('Outside');
+                } catch (e) {
+                    log.push('threw ' + e.message);
+                }
+            });
+        }
+        setTimeout(() => console.log(log.join(', ')), 60);
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 });
+    assert.strictEqual(r.status, 0, r.stderr);
+    assert.strictEqual(r.stderr, '');
+    assert.strictEqual(r.stdout.trim(),
+        'handled Outside, threw Outside, handled Outside, threw Outside, next, next');
+});

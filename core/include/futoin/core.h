@@ -354,6 +354,11 @@ FUTOIN_API int futoin_steps_host_idle(FutoInAsyncSteps* root, FutoInAsyncSteps_c
  * active, or bsi is not a step of this library: a host tells by it a call
  * on an outer step's interface (out of bounds while its sub-steps run). */
 FUTOIN_API int futoin_steps_is_top(FutoInAsyncSteps* bsi);
+/* 1 when bsi is a step of this library that waits for an event from outside
+ * (its callback returned; no success() or error reached it since): a host
+ * drops a late completion of a promise it awaits, as the JS library does,
+ * once an error from outside moved the step on. */
+FUTOIN_API int futoin_steps_is_waiting(FutoInAsyncSteps* bsi);
 /* 1 when bsi is a root of this library (not freed), 0 for any other bsi of
  * it (a step, a parallel branch), -1 for a foreign pointer: a host tells by
  * it what execute() on a bsi it is handed will do. */
