@@ -1114,7 +1114,9 @@ class AsyncSteps {
 
     error(name, error_info) {
         settle(this); // a run that ended leaves a handle that is gone
-        const h = takeWaiting(this);
+        // inside a callback of its own flow the thrown Error fails the step
+        // that runs, as in futoin-asyncsteps, not the one that waits
+        const h = CUR_ROOT === this ? undefined : takeWaiting(this);
         if (h !== undefined) {
             // as futoin-asyncsteps: the running flow fails at its waiting step
             raise(this, h, name, error_info);

@@ -350,3 +350,29 @@ test('a branch failing in the first burst of a second root-level parallel', T, (
     // same pass; here the failure tears the sibling down before its turn
     assert.deepStrictEqual(seen.filter((s) => s !== 'sibling'), ['a']);
 }));
+
+test('a root add() inside a branch\'s callback fails that branch (Top level add in execution), no internal warning', T,
+    () => {
+        const { spawnSync } = require('child_process');
+        const { IMPL } = require('./helpers');
+        const script = `
+            const $as = require(${JSON.stringify(IMPL)});
+            const log = [];
+            const root = $as();
+            const p = root.parallel((as, err) => log.push('parallel ' + err + ': ' + as.state.error_info));
+            p.add((as) => {
+                log.push('b1 waits');
+                as.setCancel((as) => log.push('b1 cancelled'));
+            });
+            p.add((as) => {
+                log.push('b2');
+                root.add((as) => log.push('never'));
+            });
+            root.promise().then(() => log.push('resolved'), (e) => log.push('rejected ' + e.message))
+                .then(() => console.log(log.join(', ')));
+        `;
+        const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 });
+        assert.strictEqual(r.stderr, '');
+        assert.strictEqual(r.stdout.trim(), 'b1 waits, b2, b1 cancelled, ' +
+            'parallel InternalError: Top level add in execution, rejected InternalError');
+    });
