@@ -1121,15 +1121,25 @@ class AsyncSteps {
             // as futoin-asyncsteps: the running flow fails at its waiting step
             raise(this, h, name, error_info);
         }
-        const e = stateError(this.state, name, error_info, CUR_ROOT === this);
+        const state = this.state;
+        const info = state.error_info;
+        const last = state.last_exception;
+        const e = stateError(state, name, error_info, CUR_ROOT === this);
         if (!this._running) {
             // as futoin-asyncsteps: the queued steps are dropped, the
             // state shows the (last run's) executed steps
             this._ops = [];
             this._slow = false;
-            this.state.async_stack = this._exec_stack;
-        } else if (CUR_ROOT !== this && failWaiting(this, name, error_info)) {
-            errorsNow(this);
+            state.async_stack = this._exec_stack;
+        } else if (CUR_ROOT !== this) {
+            if (failWaiting(this, name, error_info)) {
+                errorsNow(this);
+            } else {
+                // between its steps: the error fails nothing, the running
+                // flow's state stays its own
+                state.error_info = info;
+                state.last_exception = last;
+            }
         }
         throw e;
     }

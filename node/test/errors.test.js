@@ -565,3 +565,35 @@ test('a cancel handler a step timeout runs sees the Timeout in state.last_except
     await done.promise;
     assert.deepStrictEqual(seen, [['cancel', undefined, 'Timeout'], ['handler', 'Timeout', 'Timeout']]);
 });
+
+test('a root add() refused between the steps of its running flow leaves the flow\'s state as it was', T, async () => {
+    // the error handler's sub-step is pending when the add() comes: the flow
+    // is not at its top, so the add() is refused (Top level add in
+    // execution); it fails nothing, and the flow's state_info stays its own
+    const seen = [];
+    let thrown = null;
+    const root = $as();
+    root.add((as) => {
+        as.waitExternal();
+        setImmediate(() => {
+            try {
+                as.error('E1');
+            } catch (e) {
+                // as documented: error() throws
+            }
+            try {
+                root.add((as) => seen.push('never'));
+            } catch (e) {
+                thrown = e;
+            }
+        });
+    }, (as, err) => {
+        seen.push(`handled ${err}`);
+        as.add((as) => seen.push(`sub ${as.state.error_info}`));
+    });
+    root.add((as) => seen.push(`next ${as.state.error_info}`));
+    await root.promise();
+    assert.ok(thrown instanceof Error);
+    assert.strictEqual(thrown.message, 'InternalError');
+    assert.deepStrictEqual(seen, ['handled E1', 'sub undefined', 'next undefined']);
+});
