@@ -845,6 +845,14 @@ static void strand_run_with(fstrand* st, uint32_t budget)
 static void strand_run(void* data)
 {
     fstrand* st = data;
+    const fhq* hq = &st->flow->tool->host_q;
+    if (FTN_UNLIKELY(st->fresh) && hq->head && hq->head->flow == st->flow) {
+        /* an earlier branch's step waits for the host: this one starts
+         * after it (and after the branches of a parallel inside it), as the
+         * reference runs each branch's first burst in turn */
+        strand_schedule(st);
+        return;
+    }
     /* a step timeout's handlers run in the timer's turn, as the reference
      * runs them in its timer callback; the steps after them on a later one */
     strand_run_with(st, st->timed_out ? 0 : st->flow->tool->burst);

@@ -376,3 +376,27 @@ test('a root add() inside a branch\'s callback fails that branch (Top level add 
         assert.strictEqual(r.stdout.trim(), 'b1 waits, b2, b1 cancelled, ' +
             'parallel InternalError: Top level add in execution, rejected InternalError');
     });
+
+test('a parallel inside a branch runs its branches before the later siblings, also on a later loop turn', T,
+    async () => {
+        // as futoin-asyncsteps, which runs each branch's first burst in turn
+        for (const fromEvent of [false, true]) {
+            const order = [];
+            const root = $as();
+            if (fromEvent) {
+                root.add((as) => {
+                    as.waitExternal();
+                    setImmediate(() => as.success());
+                });
+            }
+            const p = root.parallel();
+            p.add((as) => {
+                order.push('a');
+                as.parallel().add((as) => order.push('a1')).add((as) => order.push('a2'));
+            });
+            p.add((as) => order.push('b'));
+            root.add((as) => order.push('after'));
+            await root.promise();
+            assert.deepStrictEqual(order, ['a', 'a1', 'a2', 'b', 'after'], `from an event: ${fromEvent}`);
+        }
+    });
