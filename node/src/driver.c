@@ -152,16 +152,29 @@ napi_value jd_hold(napi_env env, napi_callback_info info)
     return NULL;
 }
 
-/* SH_IMM 1: JS queued a setImmediate() for the turn, which Node runs in
- * this check phase after us: skip (2). Still set at the next check phase:
- * that immediate is gone (fake timers of a test took it, and were
- * uninstalled without running it): the turn runs here */
+/* Ready work goes on in a setImmediate() of JS (SH_IMM), queued now: Node
+ * runs it in this check phase after us, behind the immediates queued before,
+ * as the JS library's callImmediate() continuations. SH_IMM 1: JS queued one
+ * already: skip (2). Still set at the next check phase: that immediate is
+ * gone (fake timers of a test took it, and were uninstalled without running
+ * it): the turn runs here */
 static void on_check(uv_check_t* h)
 {
     jsenv* e = h->data;
     if (e->sh[SH_IMM] == 1) {
         e->sh[SH_IMM] = 2;
         return;
+    }
+    if (e->sh[SH_IMM] == 0 && (futoin_tool_has_ready(e->tool) || futoin_tool_host_pending(e->tool))) {
+        /* (a due timer alone: its turn here, timers fire in ours only) */
+        napi_handle_scope hs;
+        if (napi_open_handle_scope(e->env, &hs) == napi_ok) {
+            call_dispatch(e, e->f_defer, 0);
+            napi_close_handle_scope(e->env, hs);
+        }
+        if (e->sh[SH_IMM] == 1) {
+            return;
+        }
     }
     e->sh[SH_IMM] = 0;
     run_iterate(e);

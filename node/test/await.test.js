@@ -317,26 +317,27 @@ test('a promise settling after an error from outside moved its step on is ignore
         const $as = require(${JSON.stringify(IMPL)});
         const log = [];
         for (const fail of [false, true]) {
+            let settle = null;
             const r = $as();
-            r.await(new Promise((res, rej) => setTimeout(() => (fail ? rej(new Error('late')) : res(1)), 5)),
-                (as, err) => {
-                    log.push('handled ' + err);
-                    as.add((as) => {
-                        as.waitExternal();
-                        setTimeout(() => as.success(), 20);
-                    });
+            r.await(new Promise((res, rej) => {
+                settle = () => (fail ? rej(new Error('late')) : res(1));
+            }), (as, err) => {
+                log.push('handled ' + err);
+                as.add((as) => {
+                    as.waitExternal();
+                    setImmediate(() => as.success()); // after the late settlement's reaction
                 });
+            });
             r.add((as) => log.push('next'));
             r.execute();
-            setImmediate(() => {
-                try {
-                    r.error('Outside');
-                } catch (e) {
-                    log.push('threw ' + e.message);
-                }
-            });
+            try {
+                r.error('Outside'); // its handler runs inside the call
+            } catch (e) {
+                log.push('threw ' + e.message);
+            }
+            settle();
         }
-        setTimeout(() => console.log(log.join(', ')), 60);
+        setTimeout(() => console.log(log.join(', ')), 20);
     `;
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 });
     assert.strictEqual(r.status, 0, r.stderr);

@@ -597,3 +597,19 @@ test('a loop turn that comes late fires a step timeout before a JS timer due aft
     assert.strictEqual(r.status, 0, r.stderr);
     assert.strictEqual(r.stdout.trim(), 'handled Timeout, late gone, end recovered');
 });
+
+test('the step after a parallel goes on after the setImmediate() callbacks its branches queued', T, async () => {
+    // as futoin-asyncsteps: the branches end inside execute(), the step
+    // after the parallel comes through callImmediate()
+    const order = [];
+    const root = $as();
+    root.parallel().add((as) => {
+        order.push('branch');
+        setImmediate(() => order.push('immediate'));
+    });
+    root.add((as) => order.push('after'));
+    const done = root.promise();
+    order.push('execute() returned');
+    await done;
+    assert.deepStrictEqual(order, ['branch', 'execute() returned', 'immediate', 'after']);
+});
