@@ -76,6 +76,7 @@ static void drain_host(jsenv* e, FutoInAsyncTool* t)
 static void turn(jsenv* e, int timers)
 {
     e->turn_steps = 0;
+    (void)futoin_tool_take_deferred(e->tool); /* set outside a turn: this is the later one */
     for (int round = 0; round < 100; ++round) {
         /* due timers at the start only, as Node's timers phase: a timeout
          * that came due during the turn waits for the next one (a
