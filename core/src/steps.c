@@ -430,10 +430,7 @@ static int branch_done(fstrand* b)
     branch_release(b);
     if (--par->u.par.pending == 0) {
         par->flags |= F_SUCCESS;
-        /* the step after the parallel goes on in a turn of its own, as the
-         * reference's does through callImmediate() */
         strand_schedule(pst);
-        par->flow->tool->deferred = 1;
     }
     return R_GONE;
 }

@@ -88,10 +88,9 @@ static void turn(jsenv* e, int timers)
         }
         drain_host(e, e->tool);
         if (futoin_tool_take_deferred(e->tool)) {
-            /* a step timeout's handlers ran, or a parallel's last branch
-             * ended: the steps after them go on through a setImmediate()
-             * (SH_IMM), behind those queued meanwhile, as the JS library's
-             * callImmediate() */
+            /* a step timeout's handlers ran: the steps after them go on
+             * through a setImmediate() (SH_IMM), behind those queued
+             * meanwhile, as the JS library's callImmediate() */
             call_dispatch(e, e->f_defer, 0);
         }
         if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool) || e->sh[SH_IMM]) {

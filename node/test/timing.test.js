@@ -613,29 +613,3 @@ test('the step after a parallel goes on after the setImmediate() callbacks its b
     await done;
     assert.deepStrictEqual(order, ['branch', 'execute() returned', 'immediate', 'after']);
 });
-
-test('the step after a parallel waits for a setImmediate() of its own after its last branch completes from outside', T,
-    async () => {
-        // as futoin-asyncsteps: the branch goes on in one callImmediate(),
-        // the step after the parallel in another
-        const order = [];
-        let hops = 0;
-        const hop = () => {
-            order.push(`hop ${++hops}`);
-            if (hops < 3) {
-                setImmediate(hop);
-            }
-        };
-        const root = $as();
-        root.parallel().add((as) => {
-            as.waitExternal();
-            setTimeout(() => {
-                as.success();
-                setImmediate(hop);
-            }, 1);
-        });
-        root.add((as) => order.push('after'));
-        await root.promise();
-        await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
-        assert.deepStrictEqual(order.slice(0, 3), ['hop 1', 'after', 'hop 2']);
-    });

@@ -128,11 +128,10 @@ FUTOIN_API int64_t futoin_tool_iterate_ready(FutoInAsyncTool* tool, uint32_t max
 /* Whether immediates (or posts) wait to run, timers aside. */
 FUTOIN_API int futoin_tool_has_ready(FutoInAsyncTool* tool);
 /* Whether a flow left steps for a later turn since the last call (and
- * forget it): after a step timeout's error handlers, and after the last
- * branch of a parallel step, the steps after them wait for the next turn, as
- * after any completion from outside (the JS library goes on through
- * callImmediate() there). A host whose turns run ready work in rounds ends
- * its turn there. */
+ * forget it): after a step timeout's error handlers, the steps after them
+ * wait for the next turn, as after any completion from outside (the JS
+ * library goes on through callImmediate() there). A host whose turns run
+ * ready work in rounds ends its turn there. */
 FUTOIN_API int futoin_tool_take_deferred(FutoInAsyncTool* tool);
 /* Runs exactly one event without blocking: the oldest ready immediate, or
  * else the earliest timer if it is due (in virtual time the clock moves to
