@@ -418,9 +418,7 @@ const toolTimeoutFires = (as) => {
         return;
     }
     const root = as._root;
-    const state = root.state;
-    state.error_info = undefined;
-    state.last_exception = new Error('Timeout');
+    stateError(root.state, 'Timeout', undefined, false);
     errorInC(root, as._h, 'Timeout', undefined);
     errorsNow(root);
 };
@@ -1116,30 +1114,26 @@ class AsyncSteps {
         settle(this); // a run that ended leaves a handle that is gone
         // inside a callback of its own flow the thrown Error fails the step
         // that runs, as in futoin-asyncsteps, not the one that waits
-        const h = CUR_ROOT === this ? undefined : takeWaiting(this);
+        const mine = CUR_ROOT === this;
+        const h = mine ? undefined : takeWaiting(this);
         if (h !== undefined) {
             // as futoin-asyncsteps: the running flow fails at its waiting step
             raise(this, h, name, error_info);
         }
-        const state = this.state;
-        const info = state.error_info;
-        const last = state.last_exception;
-        const e = stateError(state, name, error_info, CUR_ROOT === this);
+        if (this._running && !mine && !failWaiting(this, name, error_info)) {
+            // between its steps: the error fails nothing, the running flow's
+            // state stays its own
+            throw new Error(name);
+        }
+        const e = stateError(this.state, name, error_info, mine);
         if (!this._running) {
             // as futoin-asyncsteps: the queued steps are dropped, the
             // state shows the (last run's) executed steps
             this._ops = [];
             this._slow = false;
-            state.async_stack = this._exec_stack;
-        } else if (CUR_ROOT !== this) {
-            if (failWaiting(this, name, error_info)) {
-                errorsNow(this);
-            } else {
-                // between its steps: the error fails nothing, the running
-                // flow's state stays its own
-                state.error_info = info;
-                state.last_exception = last;
-            }
+            this.state.async_stack = this._exec_stack;
+        } else if (!mine) {
+            errorsNow(this); // failWaiting() failed its waiting step
         }
         throw e;
     }
@@ -2193,7 +2187,7 @@ const drainHost = (test) => {
 };
 
 reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, onWake, isProduction, HOST_ARGS,
-    () => reg.armImmediate()));
+    reg.armImmediate));
 LIVE = reg.LIVE;
 GENS = reg.GENS;
 reg.drainHost = drainHost;

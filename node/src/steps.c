@@ -1368,6 +1368,13 @@ static napi_value n_fail_waiting(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* whether an await() may still complete `step`: it waits for an event
+ * (a step of another provider alone can tell, as its success() does) */
+static int step_waits(FutoInAsyncSteps* step)
+{
+    return !futoin_steps_is_native(step) || futoin_steps_is_waiting(step);
+}
+
 /* awaited(h, value) -> whether its flow ran: success(value) of the step h
  * that waits for a promise, then its flow goes on now, alone, as flowNow()
  * (false: not one of our running roots, or not its main sequence) */
@@ -1385,7 +1392,7 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     }
     jroot* r = h->root;
     FutoInAsyncSteps* step = h->bsi;
-    if (futoin_steps_is_native(step) && !futoin_steps_is_waiting(step)) {
+    if (!step_waits(step)) {
         /* an error from outside moved the step on: the late result goes,
          * silently, as in the JS library */
         futoin_reset_binval(&a.args[0]);
@@ -1410,9 +1417,7 @@ static napi_value n_waiting(napi_env env, napi_callback_info info)
     GET_ARGS(1);
     hslot* h = jh_get(e, argv[0], KINDS_STEP);
     napi_value out;
-    /* a step of another provider: it alone can tell, as its success() does */
-    NAPI_OK(napi_get_boolean(env, h != NULL && (!futoin_steps_is_native(h->bsi) || futoin_steps_is_waiting(h->bsi)),
-                             &out));
+    NAPI_OK(napi_get_boolean(env, h != NULL && step_waits(h->bsi), &out));
     return out;
 }
 
