@@ -348,7 +348,7 @@ test('NODE_ENV=production: async_stack is an empty stand-in, as in futoin-asyncs
         r.promise().catch((e) => {
             show(e.message, r.state.async_stack);
         });
-        setTimeout(() => console.log(JSON.stringify(out)), 20);
+        process.once('beforeExit', () => console.log(JSON.stringify(out))); // every flow ended
     `;
     const res = require('child_process').spawnSync(process.execPath, ['-e', script], {
         env: { ...process.env, NODE_ENV: 'production' },
