@@ -89,7 +89,7 @@ const sanity = isProduction ? () => {} : (asp) => {
     checkActiveAs(asp);
     if (CUR_ROOT === asp._root && CUR_ROOT !== null) {
         if ((asp._h !== CUR || (asp._f & F_MERGED) !== 0) && N.rootId(asp._h) === N.rootId(CUR)) {
-            const e = stateError(CUR_ROOT.state, 'InternalError', 'Invalid call (sanity check)', true);
+            const e = stateError(CUR_ROOT.state, signalError('InternalError'), 'Invalid call (sanity check)', true);
             deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
             throw e;
         }
@@ -189,12 +189,34 @@ const NO_EXEC_STACK = Object.freeze(new class {
     set length(l) {}
 }());
 
+/* the Error that error() throws: its stack starts at the caller of `top`
+ * (the error() called), not in the engine. In production mode it has no
+ * frames: V8 summarizes every optimized frame it walks (the user's step is
+ * often inlined into the engine's), which costs several times the rest of
+ * the error path */
+const signalError = (name, top) => {
+    const limit = Error.stackTraceLimit;
+    if (typeof limit !== 'number' || !(limit > 0)) {
+        return new Error(name);
+    }
+    let e;
+    Error.stackTraceLimit = 0;
+    try {
+        e = new Error(name);
+    } finally {
+        Error.stackTraceLimit = limit;
+    }
+    if (!isProduction) {
+        Error.captureStackTrace(e, top || signalError);
+    }
+    return e;
+};
+
 /* what error(name, info) leaves in the state, as futoin-asyncsteps: the
  * Error it throws (last_exception only when raised at once, from outside a
  * callback; inside one it is set when the Error leaves the callback) */
-const stateError = (state, name, error_info, deferred) => {
+const stateError = (state, e, error_info, deferred) => {
     state.error_info = error_info;
-    const e = new Error(name);
     if (!deferred) {
         state.last_exception = e;
     }
@@ -251,9 +273,9 @@ const infoArg = (error_info) => {
 
 /* error(name, info) of a step: state first, then throw, as
  * futoin-asyncsteps does; from outside a callback the error is raised at once */
-const raise = (root, h, name, error_info) => {
+const raise = (root, h, name, error_info, e) => {
     checkActive(h);
-    const e = stateError(root.state, name, error_info, h === CUR);
+    stateError(root.state, e, error_info, h === CUR);
     if (h === CUR) {
         // the handlers get the thrown Error's message, as in futoin-asyncsteps
         deferRaise(root, e, RAISE_ERROR, e.message, infoArg(error_info));
@@ -418,7 +440,7 @@ const toolTimeoutFires = (as) => {
         return;
     }
     const root = as._root;
-    stateError(root.state, 'Timeout', undefined, false);
+    stateError(root.state, signalError('Timeout'), undefined, false);
     errorInC(root, as._h, 'Timeout', undefined);
     errorsNow(root);
 };
@@ -747,7 +769,7 @@ class AsyncStepProtector {
             throw new Error(STALE);
         }
         doneWaiting(this._root, this._h);
-        raise(this._root, this._h, name, error_info);
+        raise(this._root, this._h, name, error_info, signalError(name, AsyncStepProtector.prototype.error));
     }
 
     setTimeout(timeout_ms) {
@@ -949,7 +971,7 @@ class ParallelStep {
     }
 
     error(name, error_info) {
-        throw stateError(this._root.state, name, error_info);
+        throw stateError(this._root.state, signalError(name, ParallelStep.prototype.error), error_info, false);
     }
 
     isAsyncSteps() {
@@ -1118,14 +1140,14 @@ class AsyncSteps {
         const h = mine ? undefined : takeWaiting(this);
         if (h !== undefined) {
             // as futoin-asyncsteps: the running flow fails at its waiting step
-            raise(this, h, name, error_info);
+            raise(this, h, name, error_info, signalError(name, AsyncSteps.prototype.error));
         }
         if (this._running && !mine && !failWaiting(this, name, error_info)) {
             // between its steps: the error fails nothing, the running flow's
             // state stays its own
             throw new Error(name);
         }
-        const e = stateError(this.state, name, error_info, mine);
+        const e = stateError(this.state, signalError(name, AsyncSteps.prototype.error), error_info, mine);
         if (!this._running) {
             // as futoin-asyncsteps: the queued steps are dropped, the
             // state shows the (last run's) executed steps
@@ -1339,7 +1361,7 @@ class AsyncSteps {
         const h = takeWaiting(this);
         if (h !== undefined) {
             try {
-                raise(this, h, name, undefined); // its handlers run now
+                raise(this, h, name, undefined, signalError(name)); // its handlers run now
             } catch (e) {
                 // raise() throws as error() does; this does not
             }

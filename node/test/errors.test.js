@@ -43,6 +43,80 @@ test('as.error() throws an Error of the code', T, async () => {
     assert.strictEqual(r.err, 'Thrown');
 });
 
+test('the Error of as.error() has a stack from its caller on, without the engine\'s frames', T, async () => {
+    const stacks = [];
+    function userCheck(as) {
+        as.error('Checked');
+    }
+    const r = await runFlow((as) => {
+        as.add(function userStep(as) {
+            userCheck(as);
+        }, (as, err) => {
+            stacks.push(as.state.last_exception.stack);
+            as.success();
+        });
+        as.add((as) => {
+            as.waitExternal();
+            setImmediate(function userEvent() {
+                try {
+                    as.error('Outside');
+                } catch (e) {
+                    stacks.push(e.stack);
+                }
+            });
+        });
+    });
+    assert.strictEqual(r.err, 'Outside');
+    assert.strictEqual(stacks.length, 2);
+    const [inStep, outside] = stacks.map((s) => s.split('\n'));
+    assert.strictEqual(inStep[0], 'Error: Checked');
+    assert.match(inStep[1], /userCheck/);
+    assert.match(inStep[2], /userStep/);
+    assert.strictEqual(outside[0], 'Error: Outside');
+    assert.match(outside[1], /userEvent/);
+    for (const s of [inStep[1], inStep[2], outside[1]]) {
+        assert.doesNotMatch(s, /[\\/]lib[\\/]AsyncSteps\.js/);
+    }
+});
+
+test('the Error of as.error() follows Error.stackTraceLimit, and leaves it as it was', T, async () => {
+    const saved = Error.stackTraceLimit;
+    let stack = null;
+    let limit = null;
+    try {
+        Error.stackTraceLimit = 0;
+        await runFlow((as) => {
+            as.add((as) => as.error('NoFrames'), (as, err) => {
+                stack = as.state.last_exception.stack;
+                limit = Error.stackTraceLimit;
+            });
+        });
+    } finally {
+        Error.stackTraceLimit = saved;
+    }
+    assert.strictEqual(stack, 'Error: NoFrames');
+    assert.strictEqual(limit, 0);
+});
+
+test('NODE_ENV=production: the Error of as.error() carries no frames, Error.stackTraceLimit stays as it was', () => {
+    // capturing a stack through optimized frames costs V8 several times the
+    // rest of the error path; production mode drops it, as it drops async_stack
+    const script = `
+        const $as = require(${JSON.stringify(require('./helpers').IMPL)});
+        const out = [];
+        $as().add((as) => as.error('Boom'), (as, err) => {
+            out.push(as.state.last_exception.stack, Error.stackTraceLimit);
+        }).execute();
+        process.once('beforeExit', () => console.log(JSON.stringify(out)));
+    `;
+    const res = require('child_process').spawnSync(process.execPath, ['-e', script], {
+        env: { ...process.env, NODE_ENV: 'production' },
+        encoding: 'utf8',
+    });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.deepStrictEqual(JSON.parse(res.stdout), ['Error: Boom', 10]);
+});
+
 test('error_info is undefined when as.error() has none; any value is kept as is', T, async () => {
     const root = $as();
     root.state.error_info = 'stale';
