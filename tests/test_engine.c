@@ -509,6 +509,47 @@ static void is_waiting_tells_a_step_that_waits_for_an_event(void** state)
     assert_trace("eh:Outside|unhandled:Outside:");
 }
 
+static void loop_body_waits(FutoInAsyncSteps* bsi, void* data)
+{
+    size_t* n = data;
+    if (++*n == 3) {
+        bsi->api->breakLoop(bsi, NULL);
+        return;
+    }
+    g_waiting_step = bsi;
+    bsi->api->waitExternal(bsi);
+}
+
+static void repeat_body_waits(FutoInAsyncSteps* bsi, void* data, size_t i)
+{
+    (void)data;
+    (void)i;
+    g_waiting_step = bsi;
+    bsi->api->waitExternal(bsi);
+}
+
+/* a loop or repeat body waiting for an event is a waiting step too (a host
+ * completes it as any other: an await() as the last step of a loop body) */
+static void is_waiting_tells_a_loop_body_that_waits(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    size_t n = 0;
+    r->api->loop(r, &n, loop_body_waits, NULL);
+    r->api->repeat(r, NULL, 2, repeat_body_waits, NULL);
+    r->api->add(r, "done", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    for (int i = 0; i < 4; ++i) {
+        futoin_tool_iterate(g_fx.tool, 0);
+        assert_int_equal(futoin_steps_is_waiting(g_waiting_step), 1);
+        g_waiting_step->api->success(g_waiting_step, NULL);
+        assert_int_equal(futoin_steps_is_waiting(g_waiting_step), 0);
+    }
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_int_equal(n, 3);
+    assert_trace("done");
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1502,6 +1543,7 @@ int main(void)
             T(cancel_handler_tells_the_error_it_unwinds),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(is_waiting_tells_a_step_that_waits_for_an_event),
+            T(is_waiting_tells_a_loop_body_that_waits),
             T(root_at_top_between_steps_takes_more_steps),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),

@@ -569,7 +569,8 @@ int futoin_steps_is_waiting(FutoInAsyncSteps* bsi)
         return 0;
     }
     const fstep* s = fstep_of(bsi);
-    return s->kind == FK_STEP && s->state == FS_WAIT && !(s->flags & F_SUCCESS) && s->strand && s->strand->top == s
+    const int step = s->kind == FK_STEP || s->kind == FK_LOOP_BODY || s->kind == FK_REPEAT_BODY;
+    return step && s->state == FS_WAIT && !(s->flags & F_SUCCESS) && s->strand && s->strand->top == s
         && !s->strand->err_pending;
 }
 

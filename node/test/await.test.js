@@ -350,3 +350,38 @@ test('a promise settling after an error from outside moved its step on is ignore
     assert.strictEqual(r.stdout.trim(),
         'handled Outside, threw Outside, handled Outside, threw Outside, next, next');
 });
+
+test('await() as the last step of a loop(), repeat() or forEach() body: the loop goes on', T, async () => {
+    const seen = [];
+    let n = 0;
+    const r = await runFlow((as) => {
+        as.loop((as) => {
+            if (n++ === 3) {
+                as.break();
+            }
+            as.await(Promise.resolve(n));
+        });
+        as.repeat(3, (as, i) => {
+            as.await(new Promise((resolve) => setImmediate(resolve, `r${i}`)));
+        });
+        as.forEach(['a', 'b'], (as, k, v) => {
+            as.add((as) => {
+                as.await(Promise.resolve(v));
+            });
+        });
+        as.add((as, v) => {
+            seen.push(v);
+            as.loop((as) => {
+                // a rejection ends the loop through its handler
+                as.await(Promise.reject(new Error('stop')));
+            });
+        }, (as, err) => {
+            seen.push(err);
+            as.success('out');
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.strictEqual(n, 4);
+    assert.deepStrictEqual(seen, [undefined, 'PromiseReject']);
+    assert.deepStrictEqual(r.args, ['out']);
+});
