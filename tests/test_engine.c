@@ -550,6 +550,40 @@ static void is_waiting_tells_a_loop_body_that_waits(void** state)
     assert_trace("done");
 }
 
+static void f_sub_sees_parent(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)data;
+    (void)args;
+    trace("sub:%d:%d", futoin_steps_runs_substeps(g_waiting_step), futoin_steps_is_waiting(g_waiting_step));
+}
+
+static void eh_adds_step(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)data;
+    trace("eh:%s", code);
+    bsi->api->add(bsi, NULL, f_sub_sees_parent, NULL);
+}
+
+/* futoin_steps_runs_substeps(): the error handler of a waiting step that an
+ * error from outside failed added steps: a late success() has nothing to
+ * complete there */
+static void runs_substeps_tells_a_step_its_handler_moved_on(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_wait_kept, eh_adds_step);
+    r->api->add(r, "next", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_steps_runs_substeps(g_waiting_step), 0);
+    g_waiting_step->api->handle_error(g_waiting_step, "Outside", "");
+    assert_int_equal(futoin_steps_runs_substeps(r), 0);
+    assert_int_equal(futoin_steps_runs_substeps(NULL), 0);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("eh:Outside|sub:1:0|next");
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1544,6 +1578,7 @@ int main(void)
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(is_waiting_tells_a_step_that_waits_for_an_event),
             T(is_waiting_tells_a_loop_body_that_waits),
+            T(runs_substeps_tells_a_step_its_handler_moved_on),
             T(root_at_top_between_steps_takes_more_steps),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),

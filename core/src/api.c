@@ -569,9 +569,14 @@ int futoin_steps_is_waiting(FutoInAsyncSteps* bsi)
         return 0;
     }
     const fstep* s = fstep_of(bsi);
-    const int step = s->kind == FK_STEP || s->kind == FK_LOOP_BODY || s->kind == FK_REPEAT_BODY;
-    return step && s->state == FS_WAIT && !(s->flags & F_SUCCESS) && s->strand && s->strand->top == s
+    /* any kind of step that waits: a plain one, a loop body, a sync lock */
+    return s->kind != FK_ROOT && s->state == FS_WAIT && !(s->flags & F_SUCCESS) && s->strand && s->strand->top == s
         && !s->strand->err_pending;
+}
+
+int futoin_steps_runs_substeps(FutoInAsyncSteps* bsi)
+{
+    return futoin_steps_is_native(bsi) && fstep_of(bsi)->kind != FK_ROOT && fstep_of(bsi)->state == FS_SUB;
 }
 
 int futoin_steps_is_root(FutoInAsyncSteps* bsi)

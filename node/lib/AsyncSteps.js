@@ -252,6 +252,10 @@ const checkActive = (h) => {
  * the slot) */
 const outOfService = (as) => as._h !== CUR && ((as._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(as));
 
+/* a call from outside on a step whose sub-steps run, not added through
+ * this interface: an error from outside ran its handler, which added steps */
+const movedOn = (as) => as._h !== CUR && (as._f & F_ADDED) === 0 && N.runsSubsteps(as._h);
+
 const checkActiveAs = (as) => {
     if (as._h !== CUR ? !isLiveAs(as) : as._h === CANCELLED_H) {
         throw new Error(STALE);
@@ -753,6 +757,10 @@ class AsyncStepProtector {
         if (this._f & F_ADDED) {
             this.error('InternalError', 'Invalid success() call');
         }
+        if (movedOn(this)) {
+            // futoin-asyncsteps' success() finds the sub-steps there too
+            throw new Error('InternalError');
+        }
         this._f |= F_DONE;
         doneWaiting(this._root, this._h);
         successN(this._h, args, this._h === CUR);
@@ -767,6 +775,9 @@ class AsyncStepProtector {
         sanity(this);
         if (outOfService(this)) {
             throw new Error(STALE);
+        }
+        if (movedOn(this)) {
+            throw new Error(name); // fails nothing, as root.error() between steps
         }
         doneWaiting(this._root, this._h);
         raise(this._root, this._h, name, error_info, signalError(name, AsyncStepProtector.prototype.error));

@@ -1421,6 +1421,17 @@ static napi_value n_waiting(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* runsSubsteps(h) -> whether the step h runs sub-steps now (an error from
+ * outside ran its handler, which added steps): nothing to complete there */
+static napi_value n_runs_substeps(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = jh_get(e, argv[0], KINDS_STEP);
+    napi_value out;
+    NAPI_OK(napi_get_boolean(env, h != NULL && futoin_steps_runs_substeps(h->bsi), &out));
+    return out;
+}
+
 /* rootNew(test) -> handle of a C root made before execute() (binary()) */
 static napi_value n_root_new(napi_env env, napi_callback_info info)
 {
@@ -1867,6 +1878,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"hostNext", n_host_next},
             {"hostDone", n_host_done},
             {"awaited", n_awaited},
+            {"runsSubsteps", n_runs_substeps},
             {"atTop", n_at_top},
             {"flowNow", n_flow_now},
             {"waiting", n_waiting},

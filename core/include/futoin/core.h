@@ -360,6 +360,11 @@ FUTOIN_API int futoin_steps_is_top(FutoInAsyncSteps* bsi);
  * drops a late completion of a promise it awaits, as the JS library does,
  * once an error from outside moved the step on. */
 FUTOIN_API int futoin_steps_is_waiting(FutoInAsyncSteps* bsi);
+/* 1 when bsi is a step of this library whose sub-steps (added by its
+ * callback or its error handler) are queued or running: a success() or
+ * error() from outside has nothing to complete there (a host throws at the
+ * call instead of letting the engine ignore it) */
+FUTOIN_API int futoin_steps_runs_substeps(FutoInAsyncSteps* bsi);
 /* 1 when bsi is a root of this library (not freed), 0 for any other bsi of
  * it (a step, a parallel branch), -1 for a foreign pointer: a host tells by
  * it what execute() on a bsi it is handed will do. */
