@@ -1265,6 +1265,11 @@ class AsyncSteps {
         // futoin-asyncsteps; other flows' steps wait for their own turn
         runAlone(test);
         if (this._running && !reg.finPending(this)) {
+            if (!test && N.readyNow()) {
+                // its next step is ready (a parallel ended): it goes on through
+                // a setImmediate() queued now, as futoin-asyncsteps' callImmediate()
+                reg.armImmediate();
+            }
             // it goes on later, from our loop turns: there its callbacks see
             // the AsyncLocalStorage stores of here, as a task's callbacks
             this._ar = new AsyncResource('FutoInAsyncSteps');

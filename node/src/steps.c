@@ -1421,6 +1421,17 @@ static napi_value n_waiting(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* readyNow() -> whether the real scheduler has work ready now (the step
+ * after a parallel whose branches ended inside execute()) */
+static napi_value n_ready_now(napi_env env, napi_callback_info info)
+{
+    (void)info;
+    jsenv* e = tl_env;
+    napi_value out;
+    NAPI_OK(napi_get_boolean(env, other_ready(e, e->tool) != 0, &out));
+    return out;
+}
+
 /* runsSubsteps(h) -> whether the step h runs sub-steps now (an error from
  * outside ran its handler, which added steps): nothing to complete there */
 static napi_value n_runs_substeps(napi_env env, napi_callback_info info)
@@ -1879,6 +1890,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"hostDone", n_host_done},
             {"awaited", n_awaited},
             {"runsSubsteps", n_runs_substeps},
+            {"readyNow", n_ready_now},
             {"atTop", n_at_top},
             {"flowNow", n_flow_now},
             {"waiting", n_waiting},

@@ -613,3 +613,21 @@ test('the step after a parallel goes on after the setImmediate() callbacks its b
     await done;
     assert.deepStrictEqual(order, ['branch', 'execute() returned', 'immediate', 'after']);
 });
+
+test('the step after a parallel whose branches ended inside execute() comes before setImmediate() callbacks queued after it', T,
+    async () => {
+        // as futoin-asyncsteps: its callImmediate() is queued when the
+        // parallel ends, inside execute()
+        const order = [];
+        const root = $as();
+        root.parallel().add((as) => {
+            order.push('branch');
+        });
+        root.add((as) => order.push('after'));
+        const done = root.promise();
+        setImmediate(() => order.push('immediate'));
+        process.nextTick(() => setImmediate(() => order.push('from nextTick')));
+        await done;
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepStrictEqual(order, ['branch', 'after', 'immediate', 'from nextTick']);
+    });
