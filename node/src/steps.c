@@ -1410,15 +1410,21 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     return out;
 }
 
-/* waiting(h) -> whether the step h waits for an event from outside (an
- * await() settling late finds it moved on by an error from outside) */
-static napi_value n_waiting(napi_env env, napi_callback_info info)
+/* query(h's step) for a live step handle h, false for any other value */
+static napi_value step_query(napi_env env, napi_callback_info info, int (*query)(FutoInAsyncSteps* step))
 {
     GET_ARGS(1);
     hslot* h = jh_get(e, argv[0], KINDS_STEP);
     napi_value out;
-    NAPI_OK(napi_get_boolean(env, h != NULL && step_waits(h->bsi), &out));
+    NAPI_OK(napi_get_boolean(env, h != NULL && query(h->bsi), &out));
     return out;
+}
+
+/* waiting(h) -> whether the step h waits for an event from outside (an
+ * await() settling late finds it moved on by an error from outside) */
+static napi_value n_waiting(napi_env env, napi_callback_info info)
+{
+    return step_query(env, info, step_waits);
 }
 
 /* readyNow() -> whether the real scheduler has work ready now (the step
@@ -1436,11 +1442,7 @@ static napi_value n_ready_now(napi_env env, napi_callback_info info)
  * outside ran its handler, which added steps): nothing to complete there */
 static napi_value n_runs_substeps(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(1);
-    hslot* h = jh_get(e, argv[0], KINDS_STEP);
-    napi_value out;
-    NAPI_OK(napi_get_boolean(env, h != NULL && futoin_steps_runs_substeps(h->bsi), &out));
-    return out;
+    return step_query(env, info, futoin_steps_runs_substeps);
 }
 
 /* rootNew(test) -> handle of a C root made before execute() (binary()) */
