@@ -1265,9 +1265,10 @@ class AsyncSteps {
         // futoin-asyncsteps; other flows' steps wait for their own turn
         runAlone(test);
         if (this._running && !reg.finPending(this)) {
-            if (!test && N.readyNow()) {
+            if (!test && !draining[0] && N.readyNow()) {
                 // its next step is ready (a parallel ended): it goes on through
-                // a setImmediate() queued now, as futoin-asyncsteps' callImmediate()
+                // a setImmediate() queued now, as futoin-asyncsteps'
+                // callImmediate() (inside a turn, that turn goes on with it)
                 reg.armImmediate();
             }
             // it goes on later, from our loop turns: there its callbacks see
