@@ -576,7 +576,11 @@ int futoin_steps_is_waiting(FutoInAsyncSteps* bsi)
 
 int futoin_steps_runs_substeps(FutoInAsyncSteps* bsi)
 {
-    return futoin_steps_is_native(bsi) && fstep_of(bsi)->kind != FK_ROOT && fstep_of(bsi)->state == FS_SUB;
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    const fstep* s = fstep_of(bsi);
+    return s->kind != FK_ROOT && s->state == FS_SUB;
 }
 
 int futoin_steps_is_root(FutoInAsyncSteps* bsi)
