@@ -584,6 +584,36 @@ static void runs_substeps_tells_a_step_its_handler_moved_on(void** state)
     assert_trace("eh:Outside|sub:1:0|next");
 }
 
+static void f_queued_in_callback(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)args;
+    trace("cb:%d", futoin_steps_goes_on_later((FutoInAsyncSteps*)data));
+}
+
+/* futoin_steps_goes_on_later(): a running flow whose next step waits for a
+ * later turn (its step completed from outside), not one that waits for an
+ * event, runs a callback or is idle: the JS reference cancels such a flow
+ * on an error raised on its root */
+static void goes_on_later_tells_a_flow_completed_from_outside(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    assert_int_equal(futoin_steps_goes_on_later(r), 0); /* idle */
+    r->api->add(r, NULL, f_wait_kept, NULL);
+    r->api->add(r, r, f_queued_in_callback, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_steps_goes_on_later(r), 1); /* its first turn is queued */
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_steps_goes_on_later(r), 0); /* waits for an event */
+    g_waiting_step->api->success(g_waiting_step, NULL);
+    assert_int_equal(futoin_steps_goes_on_later(r), 1);
+    assert_int_equal(futoin_steps_goes_on_later(NULL), 0);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_int_equal(futoin_steps_goes_on_later(r), 0); /* ended */
+    assert_trace("cb:0");
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1579,6 +1609,7 @@ int main(void)
             T(is_waiting_tells_a_step_that_waits_for_an_event),
             T(is_waiting_tells_a_loop_body_that_waits),
             T(runs_substeps_tells_a_step_its_handler_moved_on),
+            T(goes_on_later_tells_a_flow_completed_from_outside),
             T(root_at_top_between_steps_takes_more_steps),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),

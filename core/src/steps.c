@@ -1792,6 +1792,14 @@ int futoin_steps_at_top(FutoInAsyncSteps* root)
            main_completed(fl);
 }
 
+int futoin_steps_goes_on_later(FutoInAsyncSteps* root)
+{
+    const fflow* fl = flow_of_root(root);
+    /* depth beyond the strands on the host queue: a callback runs */
+    return fl && (fl->flags & FL_RUNNING) && !fl->main.err_pending &&
+           (fl->main.task.queued || fl->main.in_host_q) && fl->depth == fl->host_queued;
+}
+
 int futoin_steps_finish_done(FutoInAsyncSteps* root)
 {
     fflow* fl = flow_of_root(root);

@@ -1154,8 +1154,15 @@ class AsyncSteps {
             raise(this, h, name, error_info, signalError(name, AsyncSteps.prototype.error));
         }
         if (this._running && !mine && !failWaiting(this, name, error_info)) {
-            // between its steps: the error fails nothing, the running flow's
-            // state stays its own
+            if (!this._foreign && N.goesOnLater(this._h)) {
+                // its next step waits for a later turn: as futoin-asyncsteps,
+                // the error cancels the flow (no handler runs)
+                const e = stateError(this.state, signalError(name, AsyncSteps.prototype.error), error_info, false);
+                this.cancel();
+                throw e;
+            }
+            // a callback of the flow runs (a nested execute()): the error
+            // fails nothing, the running flow's state stays its own
             throw new Error(name);
         }
         const e = stateError(this.state, signalError(name, AsyncSteps.prototype.error), error_info, mine);

@@ -1337,6 +1337,13 @@ static napi_value n_at_top(napi_env env, napi_callback_info info)
     return running_root_query(env, info, futoin_steps_at_top);
 }
 
+/* goesOnLater(h) -> whether the running root h's flow goes on only on a
+ * later turn (futoin_steps_goes_on_later(): a root error() cancels it then) */
+static napi_value n_goes_on_later(napi_env env, napi_callback_info info)
+{
+    return running_root_query(env, info, futoin_steps_goes_on_later);
+}
+
 /* finishDone(h) -> whether the running root h's flow ended now: all its
  * steps completed, the last by a success() from outside (drainFin() tells JS) */
 static napi_value n_finish_done(napi_env env, napi_callback_info info)
@@ -1894,6 +1901,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"runsSubsteps", n_runs_substeps},
             {"readyNow", n_ready_now},
             {"atTop", n_at_top},
+            {"goesOnLater", n_goes_on_later},
             {"flowNow", n_flow_now},
             {"waiting", n_waiting},
             {"stats", n_stats},

@@ -643,34 +643,71 @@ test('a cancel handler a step timeout runs sees the Timeout in state.last_except
     assert.deepStrictEqual(seen, [['cancel', undefined, 'Timeout'], ['handler', 'Timeout', 'Timeout']]);
 });
 
-test('a root add() refused between the steps of its running flow leaves the flow\'s state as it was', T, async () => {
-    // the error handler's sub-step is pending when the add() comes: the flow
-    // is not at its top, so the add() is refused (Top level add in
-    // execution); it fails nothing, and the flow's state_info stays its own
+test('root.error() while its flow\'s next step waits for a later turn ends the flow, as futoin-asyncsteps', T, async () => {
+    // a step completed from outside: its flow goes on in a later turn, and
+    // an error raised on the root meanwhile cancels the flow there (no
+    // error handler runs); the state gets the error, the call throws it
     const seen = [];
-    let thrown = null;
-    const root = $as();
-    root.add((as) => {
-        as.waitExternal();
-        setImmediate(() => {
-            try {
-                as.error('E1');
-            } catch (e) {
-                // as documented: error() throws
-            }
-            try {
-                root.add((as) => seen.push('never'));
-            } catch (e) {
-                thrown = e;
-            }
+    const done = deferred();
+    const r = $as();
+    r.add((as) => {
+        as.add((as) => {
+            as.waitExternal();
+            setImmediate(() => {
+                as.success(1);
+                try {
+                    r.error('EXT', 'ext info');
+                    seen.push('returned');
+                } catch (e) {
+                    seen.push(`threw ${e.message}`, r.state.error_info, r.state.last_exception === e);
+                }
+                setTimeout(done.resolve, 5);
+            });
         });
-    }, (as, err) => {
-        seen.push(`handled ${err}`);
-        as.add((as) => seen.push(`sub ${as.state.error_info}`));
-    });
-    root.add((as) => seen.push(`next ${as.state.error_info}`));
-    await root.promise();
-    assert.ok(thrown instanceof Error);
-    assert.strictEqual(thrown.message, 'InternalError');
-    assert.deepStrictEqual(seen, ['handled E1', 'sub undefined', 'next undefined']);
+    }, (as, err) => seen.push(`H1 ${err}`));
+    r.add((as, v) => seen.push(`S2 ${v}`), (as, err) => seen.push(`H2 ${err}`));
+    r.execute();
+    await done.promise;
+    assert.deepStrictEqual(seen, ['threw EXT', 'ext info', true]);
+    // the root is idle again: a new run takes new steps
+    const again = await r.add((as) => as.success('again')).promise();
+    assert.strictEqual(again, 'again');
+});
+
+test('a root add() between the steps of its running flow, its next step queued, ends the flow with InternalError, as futoin-asyncsteps', T, async () => {
+    // outside production mode a root-level add() while a step of the flow
+    // is in progress (here the outer one) is a root error(InternalError):
+    // with the flow's next step queued for a later turn, that cancels the flow
+    const seen = [];
+    const done = deferred();
+    let thrown = null;
+    const r = $as();
+    r.add((as) => {
+        as.add((as) => {
+            as.waitExternal();
+            setImmediate(() => {
+                as.success();
+                try {
+                    r.add((as) => seen.push('late'));
+                } catch (e) {
+                    thrown = e;
+                }
+                setTimeout(done.resolve, 5);
+            });
+        });
+        as.add((as) => seen.push('S2'));
+    }, (as, err) => seen.push(`H ${err}`));
+    r.add((as) => seen.push('S3'));
+    r.execute();
+    await done.promise;
+    if ($as.isProduction) {
+        // production mode: the add() joins the running flow
+        assert.strictEqual(thrown, null);
+        assert.deepStrictEqual(seen, ['S2', 'S3', 'late']);
+    } else {
+        assert.ok(thrown instanceof Error);
+        assert.strictEqual(thrown.message, 'InternalError');
+        assert.strictEqual(r.state.error_info, 'Top level add in execution');
+        assert.deepStrictEqual(seen, []);
+    }
 });

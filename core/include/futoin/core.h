@@ -209,6 +209,11 @@ FUTOIN_API int futoin_steps_finish_done(FutoInAsyncSteps* root);
  * or not begun yet): the JS reference's add() on such a root appends to the
  * running flow, and add() on a running root appends to its queue here too. */
 FUTOIN_API int futoin_steps_at_top(FutoInAsyncSteps* root);
+/* 1 when root's flow runs and goes on only on a later turn of its tool: its
+ * next step is queued (a step completed from outside, a new or yielded
+ * burst), none of its callbacks runs and it waits for no event. The JS
+ * reference cancels such a flow on an error raised on its root. */
+FUTOIN_API int futoin_steps_goes_on_later(FutoInAsyncSteps* root);
 /* An error raised from outside on the step root's running flow waits at:
  * the innermost step of its main sequence (a step waiting for an event, to
  * enter a sync object, or for its parallel branches), as the JS reference's
