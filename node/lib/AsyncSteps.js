@@ -2075,8 +2075,19 @@ const onError = (r, h, k, code, info) => {
     } else {
         state.async_stack = NO_EXEC_STACK;
     }
+    const loopCtl = code === 'LoopBreak' || code === 'LoopCont';
+    if (loopCtl) {
+        state.last_exception = new Error(code); // each handler on the way sees it
+    }
     const as = new AsyncStepProtector(root, h);
-    return invoke(root, as, fn, 1, code) !== 0 ? F_DONE : as._f;
+    if (invoke(root, as, fn, 1, code) !== 0) {
+        return F_DONE;
+    }
+    if (loopCtl && (as._f & (F_ADDED | F_WAIT | F_DONE)) === 0) {
+        // on to its loop, which leaves no exception behind, as futoin-asyncsteps
+        state.last_exception = null;
+    }
+    return as._f;
 };
 
 const CANCEL_DONE = () => {}; // FNS entry of a cancel handler whose step completed from outside

@@ -28,6 +28,36 @@ test('a handled break leaves last_exception null', T, async () => {
     assert.strictEqual(r.state.last_exception, null);
 });
 
+test('break() and continue() through error handlers: they see Error(LoopBreak), the loop leaves last_exception null, as futoin-asyncsteps', T, async () => {
+    const seen = [];
+    const show = (e) => (e === null ? 'null' : `Error(${e.message})`);
+    const r = await runFlow((as) => {
+        as.repeat(3, (as, i) => {
+            as.add((as) => {
+                as.add((as) => {
+                    if (i === 1) {
+                        as.break();
+                    }
+                }, (as, err) => seen.push(`inner ${err} ${show(as.state.last_exception)}`));
+            }, (as, err) => seen.push(`outer ${err} ${show(as.state.last_exception)}`));
+        });
+        as.add((as) => seen.push(`after break ${show(as.state.last_exception)}`));
+        as.repeat(2, (as, i) => {
+            as.add((as) => {
+                if (i === 0) {
+                    as.continue();
+                }
+            }, (as, err) => seen.push(`h ${err} ${show(as.state.last_exception)}`));
+        });
+        as.add((as) => seen.push(`after continue ${show(as.state.last_exception)}`));
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(seen, [
+        'inner LoopBreak Error(LoopBreak)', 'outer LoopBreak Error(LoopBreak)', 'after break null',
+        'h LoopCont Error(LoopCont)', 'after continue null',
+    ]);
+});
+
 test('a loop body with sub-steps and external events', T, async () => {
     const trace = [];
     let i = 0;
