@@ -1004,8 +1004,15 @@ const copyModel = (target, other) => {
         } else if (kind === Q_PAR) {
             const p = target.parallel(ops[i + 2]);
             const br = ops[i + 1]._branches;
-            for (let j = 0; j < br.length; j += 2) {
-                p.add(br[j], br[j + 1]);
+            if (p._h === undefined) {
+                // the model's very branches, also those added later, as
+                // futoin-asyncsteps' copy refers to the model's parallel
+                p._branches = br;
+                target._slow = true; // C steps among them are replayed
+            } else {
+                for (let j = 0; j < br.length; j += 2) {
+                    p.add(br[j], br[j + 1]);
+                }
             }
         } else {
             ops[i + 2](target);

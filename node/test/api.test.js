@@ -716,6 +716,29 @@ test('successStep() before add() in a step: the first sub-step gets its values',
     assert.deepStrictEqual(seen, [['first', 'abc', 2], ['second']]);
 });
 
+test('copyFrom() of a model whose parallel() gets its branches later runs them too, as futoin-asyncsteps', T, async () => {
+    // the copy refers to the model's parallel step, as there: branches
+    // added to it after copyFrom() run in the copy's flow
+    const seen = [];
+    const model = $as();
+    const p = model.parallel((as, err) => seen.push(`eh ${err}`));
+    const r = $as();
+    r.copyFrom(model);
+    p.add((as) => seen.push('B1')).add((as) => seen.push('B2'));
+    await r.add((as) => seen.push('END')).promise();
+    assert.deepStrictEqual(seen, ['B1', 'B2', 'END']);
+    // and into a step of a running flow: its branches as they are by then
+    const inner = [];
+    const m2 = $as();
+    const p2 = m2.parallel();
+    p2.add((as) => inner.push('b1'));
+    await $as().add((as) => {
+        as.copyFrom(m2);
+        as.add((as) => inner.push('after'));
+    }).promise();
+    assert.deepStrictEqual(inner, ['b1', 'after']);
+});
+
 test('copyFrom() of a root itself doubles its steps', T, async () => {
     // it walked the model while appending to it, until out of memory
     const seen = [];
