@@ -614,6 +614,61 @@ static void goes_on_later_tells_a_flow_completed_from_outside(void** state)
     assert_trace("cb:0");
 }
 
+static void cancel_named(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    trace("cancel:%s", (const char*)data);
+}
+
+static void wait_kept_with_cancel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    g_waiting_step = bsi;
+    bsi->api->setCancel(bsi, "inner", cancel_named);
+    bsi->api->waitExternal(bsi);
+}
+
+/* a step with a cancel handler whose sub-step waits; data: a sub-step after it */
+static void outer_waits_inside(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->setCancel(bsi, "outer", cancel_named);
+    bsi->api->add(bsi, NULL, wait_kept_with_cancel, NULL);
+    if (data) {
+        bsi->api->add(bsi, data, f_trace, NULL);
+    }
+}
+
+/* execute r, let its step wait, complete that step from outside, then cancel
+ * the flow before its next turn */
+static void cancel_after_outside_success(FutoInAsyncSteps* r)
+{
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    g_waiting_step->api->success(g_waiting_step, NULL);
+    r->api->cancel(r);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+}
+
+/* A cancel right after a success() from outside calls no cancel handler of
+ * the steps that success() ended: the waiting step and the enclosing steps
+ * it left with nothing to run (the JS reference ends them inside that
+ * success()). An enclosing step with sub-steps left still runs: its
+ * handler is called. */
+static void cancel_after_outside_success_spares_ended_steps(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, outer_waits_inside, NULL);
+    r->api->add(r, "next", f_trace, NULL);
+    cancel_after_outside_success(r);
+    assert_trace("");
+    r->api->add(r, "more", outer_waits_inside, NULL);
+    cancel_after_outside_success(r);
+    assert_trace("cancel:outer");
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1610,6 +1665,7 @@ int main(void)
             T(is_waiting_tells_a_loop_body_that_waits),
             T(runs_substeps_tells_a_step_its_handler_moved_on),
             T(goes_on_later_tells_a_flow_completed_from_outside),
+            T(cancel_after_outside_success_spares_ended_steps),
             T(root_at_top_between_steps_takes_more_steps),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),

@@ -320,11 +320,34 @@ static void host_unqueue(fstrand* st)
     fargs_reset(&st->host_args);
 }
 
+/* whether f, the top of st, only waits to be popped on st's next turn: a
+ * success() from outside completed it, or completed the step above it
+ * (above_ended), after which f has nothing left to run; the JS reference
+ * pops such steps inside that success(), a cancel then calls none of
+ * their cancel handlers */
+static int frame_ended(const fstrand* st, const fstep* f, int above_ended)
+{
+    if (st->err_pending || (f->flags & F_ERROR)) {
+        return 0;
+    }
+    if (f->kind == FK_PARALLEL) {
+        return (f->flags & F_SUCCESS) && f->state == FS_PAR; /* all its branches completed */
+    }
+    if (f->kind != FK_STEP && f->kind != FK_LOOP_BODY && f->kind != FK_REPEAT_BODY) {
+        return 0; /* a sync object's frames: their cancel handlers release it */
+    }
+    if (f->flags & F_SUCCESS) {
+        return f->state == FS_WAIT;
+    }
+    return above_ended && f->state == FS_SUB && !f->q_head;
+}
+
 /* Cancel everything running in `st0` (and its branches, innermost first)
  * down to its base. Iterative: no recursion per level or branch. */
 static void strand_teardown(fstrand* st0)
 {
     fstrand* cur = st0;
+    int ended = 0; /* the frame popped last on cur had ended (frame_ended) */
     for (;;) {
         if (FTN_UNLIKELY(cur->in_host_q)) {
             host_unqueue(cur);
@@ -332,6 +355,7 @@ static void strand_teardown(fstrand* st0)
         fstep* f = cur->top;
         if (f->kind == FK_PARALLEL && f->state == FS_PAR && f->u.par.branches) {
             cur = f->u.par.branches;
+            ended = 0;
             continue;
         }
         if (f == cur->base) {
@@ -341,9 +365,15 @@ static void strand_teardown(fstrand* st0)
             fstrand* pst = cur->par->strand;
             branch_release(cur);
             cur = pst;
+            ended = 0;
             continue;
         }
-        frame_abort(cur, f);
+        ended = frame_ended(cur, f, ended);
+        if (ended && f->kind != FK_PARALLEL) {
+            frame_pop(cur, f); /* its cancel handler goes uncalled */
+        } else {
+            frame_abort(cur, f);
+        }
     }
     ftool_task_remove(st0->flow->tool, &st0->task);
     st0->err_pending = 0;

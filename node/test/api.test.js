@@ -397,6 +397,34 @@ test('cancel() after an outside success() does not run the cancel handler of tha
     assert.deepStrictEqual(seen, ['success called', 'cancelled']);
 });
 
+test('cancel() after an outside success() runs no cancel handler of the steps it ended, as futoin-asyncsteps', T, async () => {
+    // the success() of a sub-step ends the enclosing steps it leaves with
+    // nothing to run; an enclosing step with sub-steps left is cancelled
+    const seen = [];
+    const cancelled = deferred();
+    const r = $as();
+    r.add((as) => {
+        as.setCancel(() => seen.push('cancel outer'));
+        as.add((as) => {
+            as.setCancel(() => seen.push('cancel middle'));
+            as.add((as) => {
+                as.setCancel(() => seen.push('cancel inner'));
+                setImmediate(() => {
+                    as.success();
+                    r.cancel();
+                    seen.push('cancelled');
+                    setImmediate(cancelled.resolve);
+                });
+            });
+        });
+        as.add((as) => seen.push('outer has more'));
+    });
+    r.add((as) => seen.push('next step'));
+    r.execute();
+    await cancelled.promise;
+    assert.deepStrictEqual(seen, ['cancel outer', 'cancelled']);
+});
+
 test('cancel() calls the cancel handlers, innermost first, and ends the flow', T, async () => {
     const trace = [];
     let inner = null;
