@@ -669,6 +669,37 @@ static void cancel_after_outside_success_spares_ended_steps(void** state)
     assert_trace("cancel:outer");
 }
 
+static void complete_waiting_step(void* data)
+{
+    (void)data;
+    g_waiting_step->api->success(g_waiting_step, NULL);
+}
+
+/* a step with a 10 ms timeout whose sub-step waits */
+static void outer_timed_waits_inside(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->setTimeout(bsi, 10);
+    bsi->api->add(bsi, NULL, f_wait_kept, NULL);
+}
+
+/* A sub-step completed from outside at the very time its enclosing step
+ * times out, the completion first: the completion ends the enclosing step
+ * too (nothing left in it), its timeout no more fires, as in the JS
+ * reference, where that success() ends it and clears its timer */
+static void outside_success_ends_the_enclosing_step_before_its_timeout(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->sched_deferred(r, 10, NULL, complete_waiting_step); /* set before the step timeout */
+    r->api->add(r, NULL, outer_timed_waits_inside, eh_trace);
+    r->api->add(r, "next", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("next");
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1666,6 +1697,7 @@ int main(void)
             T(runs_substeps_tells_a_step_its_handler_moved_on),
             T(goes_on_later_tells_a_flow_completed_from_outside),
             T(cancel_after_outside_success_spares_ended_steps),
+            T(outside_success_ends_the_enclosing_step_before_its_timeout),
             T(root_at_top_between_steps_takes_more_steps),
             T(host_cancel_inside_a_branch_skips_the_waiting_sibling),
             T(host_step_waiting_is_completed_from_outside),

@@ -342,6 +342,20 @@ static int frame_ended(const fstrand* st, const fstep* f, int above_ended)
     return above_ended && f->state == FS_SUB && !f->q_head;
 }
 
+/* whether s, a frame of st, and every frame above it only wait to be
+ * popped (frame_ended) */
+static int frames_ended_to(const fstrand* st, const fstep* s)
+{
+    int ended = 0;
+    for (const fstep* f = st->top; f != st->base; f = f->parent) {
+        ended = frame_ended(st, f, ended);
+        if (!ended || f == s) {
+            return ended;
+        }
+    }
+    return 0;
+}
+
 /* Cancel everything running in `st0` (and its branches, innermost first)
  * down to its base. Iterative: no recursion per level or branch. */
 static void strand_teardown(fstrand* st0)
@@ -1184,6 +1198,9 @@ static void step_timeout_cb(void* data)
     fstep* top = st->top;
     if (top == s && top->state == FS_WAIT && (top->flags & F_SUCCESS)) {
         return; /* the timed step completed just before: the completion wins */
+    }
+    if (frames_ended_to(st, s)) {
+        return; /* so did a sub-step that was all it had left */
     }
     strand_set_external_error(st, FUTOIN_ERR_TIMEOUT, "");
     st->timed_out = 1;
