@@ -700,6 +700,36 @@ static void outside_success_ends_the_enclosing_step_before_its_timeout(void** st
     assert_trace("next");
 }
 
+static void f_parallel_waits(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, NULL, NULL);
+    p->api->add(p, NULL, f_wait_kept, NULL);
+}
+
+/* futoin_steps_in_branch(): a step of a parallel branch, not of the main
+ * sequence (a root error() fails the parallel there, as in the JS reference) */
+static void in_branch_tells_a_parallel_branch_step(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_wait_kept, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_int_equal(futoin_steps_in_branch(g_waiting_step), 0);
+    assert_int_equal(futoin_steps_in_branch(r), 0);
+    assert_int_equal(futoin_steps_in_branch(NULL), 0);
+    r->api->cancel(r);
+    g_waiting_step = NULL;
+    r->api->add(r, NULL, f_parallel_waits, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_non_null(g_waiting_step);
+    assert_int_equal(futoin_steps_in_branch(g_waiting_step), 1);
+    r->api->cancel(r);
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1696,6 +1726,7 @@ int main(void)
             T(is_waiting_tells_a_loop_body_that_waits),
             T(runs_substeps_tells_a_step_its_handler_moved_on),
             T(goes_on_later_tells_a_flow_completed_from_outside),
+            T(in_branch_tells_a_parallel_branch_step),
             T(cancel_after_outside_success_spares_ended_steps),
             T(outside_success_ends_the_enclosing_step_before_its_timeout),
             T(root_at_top_between_steps_takes_more_steps),

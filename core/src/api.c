@@ -583,6 +583,15 @@ int futoin_steps_runs_substeps(FutoInAsyncSteps* bsi)
     return s->kind != FK_ROOT && s->state == FS_SUB;
 }
 
+int futoin_steps_in_branch(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    const fstep* s = fstep_of(bsi);
+    return s->kind != FK_ROOT && s->state != FS_FREE && s->strand && s->strand != &s->flow->main;
+}
+
 int futoin_steps_is_root(FutoInAsyncSteps* bsi)
 {
     if (!futoin_steps_is_native(bsi)) {

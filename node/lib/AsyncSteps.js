@@ -1156,7 +1156,9 @@ class AsyncSteps {
         // that runs, as in futoin-asyncsteps, not the one that waits
         const mine = CUR_ROOT === this;
         const h = mine ? undefined : takeWaiting(this);
-        if (h !== undefined) {
+        // in a parallel branch: the parallel step fails (failWaiting()), as
+        // futoin-asyncsteps runs each branch as a root of its own
+        if (h !== undefined && !N.inBranch(h)) {
             // as futoin-asyncsteps: the running flow fails at its waiting step
             raise(this, h, name, error_info, signalError(name, AsyncSteps.prototype.error));
         }

@@ -1452,6 +1452,12 @@ static napi_value n_runs_substeps(napi_env env, napi_callback_info info)
     return step_query(env, info, futoin_steps_runs_substeps);
 }
 
+/* inBranch(h) -> whether step h is of a parallel branch (futoin_steps_in_branch()) */
+static napi_value n_in_branch(napi_env env, napi_callback_info info)
+{
+    return step_query(env, info, futoin_steps_in_branch);
+}
+
 /* rootNew(test) -> handle of a C root made before execute() (binary()) */
 static napi_value n_root_new(napi_env env, napi_callback_info info)
 {
@@ -1902,6 +1908,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"readyNow", n_ready_now},
             {"atTop", n_at_top},
             {"goesOnLater", n_goes_on_later},
+            {"inBranch", n_in_branch},
             {"flowNow", n_flow_now},
             {"waiting", n_waiting},
             {"stats", n_stats},

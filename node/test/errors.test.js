@@ -711,3 +711,31 @@ test('a root add() between the steps of its running flow, its next step queued, 
         assert.deepStrictEqual(seen, []);
     }
 });
+
+test('root.error() while the flow waits inside a parallel branch fails the parallel step, as futoin-asyncsteps', T, async () => {
+    // the reference runs each branch as a root of its own: the error hits
+    // the step that waits for the branches, not the branch's waiting step
+    const seen = [];
+    const done = deferred();
+    const r = $as();
+    r.add((as) => {
+        as.setCancel(() => seen.push('cancel outer'));
+        as.parallel((as, err) => seen.push(`Hpar ${err}`)).add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+            }, (as, err) => {
+                seen.push(`Hbranch ${err}`);
+                as.success('recovered');
+            });
+            as.add((as, v) => seen.push(`S2 ${v}`));
+        });
+    }, (as, err) => {
+        seen.push(`Hstep ${err} ${as.state.error_info}`);
+        setTimeout(done.resolve, 5);
+    });
+    r.add((as) => seen.push('END'));
+    r.execute();
+    assert.throws(() => r.error('EXT', 'ext info'), /^Error: EXT$/);
+    await done.promise;
+    assert.deepStrictEqual(seen, ['Hpar EXT', 'cancel outer', 'Hstep EXT ext info']);
+});

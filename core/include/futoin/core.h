@@ -370,6 +370,11 @@ FUTOIN_API int futoin_steps_is_waiting(FutoInAsyncSteps* bsi);
  * error() from outside has nothing to complete there (a host throws at the
  * call instead of letting the engine ignore it) */
 FUTOIN_API int futoin_steps_runs_substeps(FutoInAsyncSteps* bsi);
+/* 1 when bsi is a step of this library inside a parallel branch (not of
+ * its flow's main sequence): an error raised on the root while the flow
+ * waits there fails the parallel step, as in the JS reference, where each
+ * branch runs as a root of its own. */
+FUTOIN_API int futoin_steps_in_branch(FutoInAsyncSteps* bsi);
 /* 1 when bsi is a root of this library (not freed), 0 for any other bsi of
  * it (a step, a parallel branch), -1 for a foreign pointer: a host tells by
  * it what execute() on a bsi it is handed will do. */
