@@ -229,6 +229,8 @@ const NOT_RAISED = Object.freeze({});
 const RAISE_ERROR = 0;
 const RAISE_BREAK = 1;
 const RAISE_CONT = 2;
+const LOOP_BREAK = 'LoopBreak'; // the codes break() and continue() raise
+const LOOP_CONT = 'LoopCont';
 
 /* inside a callback an error takes effect when its exception leaves the
  * callback (a step may catch its own error() and go on, as in
@@ -873,11 +875,11 @@ class AsyncStepProtector {
     }
 
     break(label) {
-        this._loopCtl(label, 'LoopBreak', RAISE_BREAK);
+        this._loopCtl(label, LOOP_BREAK, RAISE_BREAK);
     }
 
     continue(label) {
-        this._loopCtl(label, 'LoopCont', RAISE_CONT);
+        this._loopCtl(label, LOOP_CONT, RAISE_CONT);
     }
 
     _loopCtl(label, code, kind) {
@@ -1162,14 +1164,8 @@ class AsyncSteps {
             // as futoin-asyncsteps: the running flow fails at its waiting step
             raise(this, h, name, error_info, signalError(name, AsyncSteps.prototype.error));
         }
-        if (this._running && !mine && !failWaiting(this, name, error_info)) {
-            if (!this._foreign && N.goesOnLater(this._h)) {
-                // its next step waits for a later turn: as futoin-asyncsteps,
-                // the error cancels the flow (no handler runs)
-                const e = stateError(this.state, signalError(name, AsyncSteps.prototype.error), error_info, false);
-                this.cancel();
-                throw e;
-            }
+        const failed = this._running && !mine && failWaiting(this, name, error_info);
+        if (this._running && !mine && !failed && (this._foreign || !N.goesOnLater(this._h))) {
             // a callback of the flow runs (a nested execute()): the error
             // fails nothing, the running flow's state stays its own
             throw new Error(name);
@@ -1181,8 +1177,12 @@ class AsyncSteps {
             this._ops = [];
             this._slow = false;
             this.state.async_stack = this._exec_stack;
-        } else if (!mine) {
+        } else if (failed) {
             errorsNow(this); // failWaiting() failed its waiting step
+        } else if (!mine) {
+            // its next step waits for a later turn: as futoin-asyncsteps,
+            // the error cancels the flow (no handler runs)
+            this.cancel();
         }
         throw e;
     }
@@ -2084,7 +2084,7 @@ const onError = (r, h, k, code, info) => {
     } else {
         state.async_stack = NO_EXEC_STACK;
     }
-    const loopCtl = code === 'LoopBreak' || code === 'LoopCont';
+    const loopCtl = code === LOOP_BREAK || code === LOOP_CONT;
     if (loopCtl) {
         state.last_exception = new Error(code); // each handler on the way sees it
     }
