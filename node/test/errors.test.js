@@ -661,7 +661,7 @@ test('root.error() while its flow\'s next step waits for a later turn ends the f
                 } catch (e) {
                     seen.push(`threw ${e.message}`, r.state.error_info, r.state.last_exception === e);
                 }
-                setTimeout(done.resolve, 5);
+                setImmediate(() => setImmediate(done.resolve)); // past the turn the flow would go on in
             });
         });
     }, (as, err) => seen.push(`H1 ${err}`));
@@ -692,7 +692,7 @@ test('a root add() between the steps of its running flow, its next step queued, 
                 } catch (e) {
                     thrown = e;
                 }
-                setTimeout(done.resolve, 5);
+                setImmediate(() => setImmediate(done.resolve)); // past the turn the flow would go on in
             });
         });
         as.add((as) => seen.push('S2'));
@@ -731,7 +731,7 @@ test('root.error() while the flow waits inside a parallel branch fails the paral
         });
     }, (as, err) => {
         seen.push(`Hstep ${err} ${as.state.error_info}`);
-        setTimeout(done.resolve, 5);
+        setImmediate(() => setImmediate(done.resolve)); // past the turn the flow would go on in
     });
     r.add((as) => seen.push('END'));
     r.execute();
