@@ -15,7 +15,7 @@
  * parallel, >= 1.5x on error handling, error recovery and the setTimeout
  * path).
  *
- *     node bench/bench_node.js [RUNS] [--runs 5] [--warmup 2] [--scale 1]
+ *     node bench/bench_node.js [RUNS] [--runs 5] [--rounds 1] [--warmup 2] [--scale 1]
  *                              [--only REGEX] [--json FILE] [--no-isolate]
  *                              [--production] [--poly DIR] [--ref DIR]
  *
@@ -54,6 +54,8 @@ const REF_DIRS = [path.join(POLY_DIR, 'node_modules'), '/tmp/ref/node_modules'];
 
 const USAGE = `usage: node bench/bench_node.js [RUNS] [options]
   --runs N        measured runs per workload and implementation (median; default 5)
+  --rounds N      isolated mode: N child processes per workload and implementation,
+                  the implementations taking turns, their runs pooled (default 1)
   --warmup N      discarded warm-up runs before them (default 2)
   --scale X       multiply the work per run (default 1; 0.1 for a quick look)
   --only REGEX    only workloads whose id or name matches
@@ -65,7 +67,7 @@ const USAGE = `usage: node bench/bench_node.js [RUNS] [options]
   --list          list the workloads`;
 
 const parseArgs = (argv) => {
-    const a = { runs: 5, warmup: 2, scale: 1, only: null, json: null, ref: null, isolate: true,
+    const a = { runs: 5, rounds: 1, warmup: 2, scale: 1, only: null, json: null, ref: null, isolate: true,
         production: false, list: false, child: null, impl: null, poly: null };
     const num = (i, name) => {
         const v = Number(argv[i]);
@@ -78,6 +80,7 @@ const parseArgs = (argv) => {
         const o = argv[i];
         switch (o) {
         case '--runs': a.runs = Math.max(1, Math.floor(num(++i, o))); break;
+        case '--rounds': a.rounds = Math.max(1, Math.floor(num(++i, o))); break;
         case '--warmup': a.warmup = Math.floor(num(++i, o)); break;
         case '--scale': a.scale = num(++i, o); break;
         case '--only': a.only = argv[++i]; break;
@@ -1106,23 +1109,30 @@ const childArgs = (a, w, impl) => {
     return args;
 };
 
+/* --rounds: the implementations take turns, so a machine that slows down
+ * for a while slows them alike */
 const measureIsolated = (a, w) => {
     const res = { ops: 0 };
+    const pooled = {};
+    for (let round = 0; round < a.rounds; ++round) {
+        for (const impl of IMPLS) {
+            if (OPTIONAL.includes(impl) && !w[impl]) {
+                continue;
+            }
+            const out = spawnSync(process.execPath, childArgs(a, w, impl), {
+                encoding: 'utf8', env: process.env, maxBuffer: 1 << 24,
+            });
+            if (out.status !== 0) {
+                throw new Error(`${w.id}/${impl} failed (status ${out.status}):\n${out.stderr}${out.stdout}`);
+            }
+            const lines = out.stdout.trim().split('\n');
+            const got = JSON.parse(lines[lines.length - 1]);
+            res.ops = got.ops;
+            pooled[impl] = (pooled[impl] || []).concat(got.samples);
+        }
+    }
     for (const impl of IMPLS) {
-        if (OPTIONAL.includes(impl) && !w[impl]) {
-            res[impl] = null;
-            continue;
-        }
-        const out = spawnSync(process.execPath, childArgs(a, w, impl), {
-            encoding: 'utf8', env: process.env, maxBuffer: 1 << 24,
-        });
-        if (out.status !== 0) {
-            throw new Error(`${w.id}/${impl} failed (status ${out.status}):\n${out.stderr}${out.stdout}`);
-        }
-        const lines = out.stdout.trim().split('\n');
-        const got = JSON.parse(lines[lines.length - 1]);
-        res.ops = got.ops;
-        res[impl] = summarize(got.samples);
+        res[impl] = pooled[impl] ? summarize(pooled[impl]) : null;
     }
     return res;
 };
@@ -1193,8 +1203,9 @@ const printRow = (r) => {
 
 const printSummary = (rows, a, meta) => {
     console.log();
-    console.log(`summary: ops/s, median of ${a.runs} runs (after ${a.warmup} warm-up), ` +
-        `${a.isolate ? 'one process per workload and implementation' : 'one process'}, ` +
+    const rounds = a.isolate && a.rounds > 1;
+    console.log(`summary: ops/s, median of ${rounds ? `${a.rounds} x ` : ''}${a.runs} runs (after ${a.warmup} warm-up), ` +
+        `${a.isolate ? `one process per workload and implementation${rounds ? ' and round' : ''}` : 'one process'}, ` +
         `NODE_ENV=${meta.node_env || '(unset)'}`);
     const hdr = `${pad('workload', 46)} ${lpad('unit', 10)} ${lpad('polyglot', 9)} ${lpad('asyncsteps', 10)}` +
         ` ${lpad('poly/ref', 8)} ${lpad('native', 9)} ${lpad('poly/nat', 8)} ${lpad('floor/ref', 9)}` +
@@ -1248,10 +1259,10 @@ const main = async () => {
         date: new Date().toISOString(), node: process.version, platform: `${os.platform()} ${os.arch()}`,
         cpu: (os.cpus()[0] || {}).model, cpus: os.cpus().length, node_env: process.env.NODE_ENV || null,
         polyglot: { dir: poly.dir, version: poly.version }, asyncsteps: { dir: ref.dir, version: ref.version },
-        runs: a.runs, warmup: a.warmup, scale: a.scale, isolate: a.isolate,
+        runs: a.runs, rounds: a.isolate ? a.rounds : 1, warmup: a.warmup, scale: a.scale, isolate: a.isolate,
     };
     console.log(`futoin-polyglot ${poly.version} (${poly.dir}) vs futoin-asyncsteps ${ref.version} (${ref.dir})`);
-    console.log(`node ${process.version}, ${meta.cpu} x${meta.cpus}, runs ${a.runs}, warm-up ${a.warmup}, ` +
+    console.log(`node ${process.version}, ${meta.cpu} x${meta.cpus}, runs ${a.runs}${a.isolate && a.rounds > 1 ? ` x ${a.rounds} rounds` : ''}, warm-up ${a.warmup}, ` +
         `scale ${a.scale}, NODE_ENV=${meta.node_env || '(unset)'}`);
     console.log();
 
