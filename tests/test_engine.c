@@ -1387,6 +1387,50 @@ static void branch_completed_from_outside_goes_on_at_once(void** state)
     assert_int_equal(futoin_steps_execute_strand(NULL), 0);
 }
 
+static void f_branch_wait_then_fail(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, "w", f_wait_saved, NULL);
+    bsi->api->add(bsi, "E3", f_fail, NULL);
+}
+
+static void f_par_fails_later(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, "par", eh_recover);
+    p->api->add(p, NULL, f_branch_wait_then_fail, NULL);
+}
+
+/* parallel_failed(): a branch run by execute_strand() failed its parallel,
+ * whose handlers wait queued; unwind_now() runs them at once (the JS
+ * reference propagates the error inside the promise reaction that resumed
+ * the branch), the step after them on a later turn. Told once. */
+static void parallel_failed_tells_a_branch_error_waiting(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_par_fails_later, NULL);
+    r->api->add(r, "after", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    g_branch_waiting = NULL;
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("w");
+    assert_int_equal(futoin_steps_parallel_failed(r), 0);
+    g_branch_waiting->api->success(g_branch_waiting, NULL);
+    assert_int_equal(futoin_steps_execute_strand(g_branch_waiting), 1);
+    assert_trace("w"); /* E3 failed the branch, the parallel's handler waits */
+    assert_int_equal(futoin_steps_parallel_failed(r), 1);
+    assert_int_equal(futoin_steps_parallel_failed(r), 0); /* told once */
+    assert_int_equal(futoin_steps_unwind_now(r), 1);
+    assert_trace("w|par:E3");
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("w|par:E3|after");
+    assert_int_equal(futoin_steps_parallel_failed(r), 0);
+    assert_int_equal(futoin_steps_parallel_failed(NULL), 0);
+}
+
 /* at_top(): no step of the running flow in progress once its waiting
  * root-level step completed from outside; a root add() then appends */
 static void root_at_top_between_steps_takes_more_steps(void** state)
@@ -1727,6 +1771,7 @@ int main(void)
             T(runs_substeps_tells_a_step_its_handler_moved_on),
             T(goes_on_later_tells_a_flow_completed_from_outside),
             T(in_branch_tells_a_parallel_branch_step),
+            T(parallel_failed_tells_a_branch_error_waiting),
             T(cancel_after_outside_success_spares_ended_steps),
             T(outside_success_ends_the_enclosing_step_before_its_timeout),
             T(root_at_top_between_steps_takes_more_steps),

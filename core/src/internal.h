@@ -360,6 +360,7 @@ typedef struct fflow
     uint32_t flags;
     uint32_t depth; /* user callbacks of this flow on the C stack */
     uint32_t fresh_n; /* branches it started that may not have run yet (a hint: 0 means none) */
+    uint32_t par_failed; /* branch errors since futoin_steps_parallel_failed() (a hint: 0 means none) */
     FutoInBinaryValue last_exception;
 } fflow;
 

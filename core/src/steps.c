@@ -488,6 +488,7 @@ static int branch_fail(fstrand* b)
     branch_release(b);
     parallel_cancel_branches(par);
     pst->err_pending = 1;
+    ++par->flow->par_failed;
     if (timed_out) {
         /* the parallel's handlers are part of the timeout's turn too */
         pst->timed_out = 1;
@@ -1293,6 +1294,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->host_queued = 0;
     fl->host_q.head = fl->host_q.tail = NULL;
     fl->fresh_n = 0;
+    fl->par_failed = 0;
     strand_init(&fl->main, fl, &fl->base);
     ftool_hold(t);
     return fl;
@@ -1801,6 +1803,16 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
         ftool_rearm(t);
     }
     return ran;
+}
+
+int futoin_steps_parallel_failed(FutoInAsyncSteps* root)
+{
+    fflow* fl = flow_of_root(root);
+    if (!fl || !fl->par_failed) {
+        return 0;
+    }
+    fl->par_failed = 0;
+    return queued_error_of(fl) != NULL;
 }
 
 /* fl's main sequence holds only steps that completed: its innermost step

@@ -47,6 +47,7 @@ const SH_BUDGET = 12; // the steps the burst still allows (a loop body: the iter
 const SH_BATCH = 13;
 const SH_TOUCH = 14;
 const SH_MORE = 15;
+const MORE_PAR_FAILED = 2; // SH_MORE: a branch failed a parallel whose handlers wait
 const OP_BATCH = 2; // OP_ADD, OP_FOLLOW: a batch (src/addon.h)
 const DEAD_H = -1; // the handle of a batch's step that ended: never live
 
@@ -594,7 +595,14 @@ const awaitFailed = (root, as, reason) => {
 const goOn = (root, ran) => {
     if (ran) {
         runAlone(root._test, HOST_MORE);
-        if (reg.SH[SH_MORE] === 0) {
+        const more = reg.SH[SH_MORE];
+        if ((more & MORE_PAR_FAILED) !== 0) {
+            // a branch failed its parallel: the handlers now, the steps after
+            // them later, as futoin-asyncsteps (also under AsyncToolTest)
+            errorsNow(root);
+            return;
+        }
+        if (more === 0) {
             return;
         }
     } else if (root._test) {

@@ -152,7 +152,7 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
 #define SH_BUDGET 12  /* hostNext/hostDone: the steps its strand may still run in this burst (a loop body: host_loop_room) */
 #define SH_BATCH 13   /* hostDone with JS_F_BATCH: the steps of a batch JS ran beyond the first */
 #define SH_TOUCH 14   /* bumped by every native call that may change a flow (a batch stops then) */
-#define SH_MORE 15    /* awaited(), flowNow(), hostDone with JS_HOST_MORE at the flow's end: other work of the scheduler is ready now */
+#define SH_MORE 15    /* awaited(), flowNow(), hostDone with JS_HOST_MORE at the flow's end: 1 other work of the scheduler is ready now, 2 a parallel's handlers wait (a branch failed) */
 #define SH_OPS 16
 #define SH_OPS_CAP 3072
 #define SH_FREED (SH_OPS + SH_OPS_CAP)

@@ -1200,6 +1200,16 @@ static int32_t other_ready(jsenv* e, FutoInAsyncTool* t)
     return t == e->tool && (futoin_tool_host_pending(t) || futoin_tool_next_delay(t) == 0);
 }
 
+/* SH_MORE once the flow of r (slot, gen) ran from outside: other_ready(),
+ * plus 2 when a branch error failed one of its parallel steps, whose
+ * handlers wait: JS runs them now (the reference does, inside that call),
+ * the steps after them later */
+static int32_t more_after(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen)
+{
+    const int32_t par = root_live(e, r, slot, gen) && futoin_steps_parallel_failed(r->bsi) ? 2 : 0;
+    return other_ready(e, t) | par;
+}
+
 /* hostDone(): the step SH_H ran and did SH_HOST_IN's JS_F_* (with
  * JS_HOST_TEST, JS_HOST_TAKE); the engine goes on with its flow at once and,
  * with JS_HOST_TAKE, the code of the next JS step comes back in SH_HOST_OUT */
@@ -1266,7 +1276,8 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
         e->sh[SH_HOST_OUT] = only ? host_take_next(e, t, only, only_slot, only_gen, flags & JS_HOST_ERRORS) : 0;
         if (!e->sh[SH_HOST_OUT]) {
             if (flags & JS_HOST_MORE) {
-                e->sh[SH_MORE] = other_ready(e, t);
+                e->sh[SH_MORE] = (flags & JS_HOST_ERRORS) || !only ? other_ready(e, t)
+                                                                  : more_after(e, t, only, only_slot, only_gen);
             }
             if (t == e->tool && futoin_tool_host_pending(t)) {
                 jd_arm_ready(e); /* other flows' steps: on a turn of their own */
@@ -1311,9 +1322,11 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
         return NULL;
     }
     hslot* step = jh_get(e, argv[2], KINDS_STEP);
-    FutoInAsyncTool* tool = h->root->tool; /* the flow may end and its root go */
-    const int ran = flow_now(e, h->root, errors_only, step && step->root == h->root ? step->bsi : NULL);
-    e->sh[SH_MORE] = ran && other_ready(e, tool);
+    jroot* r = h->root;
+    FutoInAsyncTool* tool = r->tool; /* the flow may end and its root go */
+    const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
+    const int ran = flow_now(e, r, errors_only, step && step->root == r ? step->bsi : NULL);
+    e->sh[SH_MORE] = !ran ? 0 : errors_only ? other_ready(e, tool) : more_after(e, tool, r, rslot, rgen);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran != 0, &out));
     return out;
@@ -1410,8 +1423,9 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     step->api->success(step, &a);
     futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
     FutoInAsyncTool* tool = r ? r->tool : NULL; /* the flow may end and its root go */
+    const uint32_t rslot = r ? r->slot : 0, rgen = r ? e->slots[rslot].gen : 0;
     int ran = r && !r->foreign && r->running && flow_now(e, r, 0, step);
-    e->sh[SH_MORE] = ran && other_ready(e, tool);
+    e->sh[SH_MORE] = ran ? more_after(e, tool, r, rslot, rgen) : 0;
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran, &out));
     return out;

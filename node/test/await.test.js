@@ -309,6 +309,50 @@ test('under AsyncToolTest the steps after a handled rejection wait for an event,
         });
     });
 
+/* a parallel whose branch fails in a step after its await() settles: the
+ * parallel's handler (it succeeds) pushes 'handled <code>', a step after the
+ * parallel pushes 'next'; `later(f)` queues f as the next event */
+const branchFailsAfterAwait = (order, later) => {
+    $as().add((as) => {
+        as.parallel((as, err) => {
+            order.push(`handled ${err}`);
+            as.success();
+        }).add((as) => {
+            as.await(Promise.resolve(1));
+            as.add((as) => {
+                order.push('fail');
+                as.error('E3');
+            });
+        });
+    }).add((as) => order.push('next')).execute();
+    later(() => order.push('event'));
+};
+
+test('a branch failing after its await() settles: the parallel\'s handler runs in the reaction, the steps after it later', T,
+    async () => {
+        // as futoin-asyncsteps: the branch error reaches the parallel inside
+        // the promise reaction; the steps after the handler through callImmediate()
+        const order = [];
+        branchFailsAfterAwait(order, setImmediate);
+        await microtasks();
+        assert.deepStrictEqual(order, ['fail', 'handled E3']);
+        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepStrictEqual(order, ['fail', 'handled E3', 'event', 'next']);
+    });
+
+test('under AsyncToolTest too: the parallel\'s handler without an event, the steps after it at a later one', T,
+    async () => {
+        await onTestTool(async (AT) => {
+            const order = [];
+            branchFailsAfterAwait(order, AT.callImmediate);
+            await microtasks();
+            assert.deepStrictEqual(order, ['fail', 'handled E3']);
+            AT.run();
+            assert.deepStrictEqual(order, ['fail', 'handled E3', 'event', 'next']);
+        });
+    });
+
 test('a promise settling after an error from outside moved its step on is ignored, silently', T, () => {
     // as futoin-asyncsteps: no output; before, ours printed "(ignored)" lines
     const { spawnSync } = require('child_process');

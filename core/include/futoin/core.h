@@ -197,6 +197,12 @@ FUTOIN_API const char* futoin_steps_unwinding(FutoInAsyncSteps* step);
  * (host_peek_of() tells, host_done_unwinding() reports it done). 0: none
  * ran (none waits, or inside the tool's callbacks). */
 FUTOIN_API int futoin_steps_unwind_now(FutoInAsyncSteps* root);
+/* 1 when a parallel step of root's flow failed (a branch's error nobody
+ * handled) since the last call, and a strand with an error to unwind waits
+ * in the queue: a host that ran a branch from outside (execute_strand())
+ * runs the parallel's handlers at once with unwind_now(), as the JS
+ * reference does inside the call that resumed the branch. */
+FUTOIN_API int futoin_steps_parallel_failed(FutoInAsyncSteps* root);
 /* A running flow with nothing left to run (its innermost step completed by
  * a success() from outside, no enclosing step or the root has more steps)
  * ends now instead of on its next turn: its done hook runs, root is idle
