@@ -2023,7 +2023,9 @@ const onThrow = (root, as, e) => {
         errorInC(root, as._h, 'InternalError', AFTER_SUCCESS);
         return;
     }
-    errorInC(root, as._h, errorCode(e), undefined);
+    // a thrown exception leaves error_info as it was, as in futoin-asyncsteps:
+    // C keeps the same, so every handler further out sees it
+    errorInC(root, as._h, errorCode(e), infoArg(root.state.error_info));
 };
 
 /* func, called with `values` whatever it is handed */

@@ -187,6 +187,33 @@ test('a thrown exception in a later branch step is the branch error', T, async (
     assert.strictEqual(r.state.last_exception.message, 'ThrownInBranch');
 });
 
+test('an exception out of a branch\'s error handler leaves error_info as it was, for every handler further out', T,
+    async () => {
+        // as futoin-asyncsteps, where a thrown exception does not touch
+        // error_info; here a sibling branch's step ran meanwhile
+        const trace = [];
+        const r = await runFlow((as) => {
+            const p = as.parallel((as, err) => trace.push(`outer ${err} ${as.state.error_info}`));
+            p.add((as) => {
+                as.parallel((as, err) => trace.push(`inner ${err} ${as.state.error_info}`))
+                    .add((as) => {
+                        as.add(later((as) => as.success()));
+                        as.add((as) => as.error('E3', 'info2'), (as, err) => {
+                            trace.push(`branch ${err} ${as.state.error_info}`);
+                            throw new Error('H8');
+                        });
+                    });
+            });
+            p.add((as) => {
+                as.add(later((as) => as.success()));
+                as.add((as) => as.waitExternal());
+            });
+        });
+        assert.strictEqual(r.err, 'H8');
+        assert.strictEqual(r.info, 'info2');
+        assert.deepStrictEqual(trace, ['branch E3 info2', 'inner H8 info2', 'outer H8 info2']);
+    });
+
 test('cancel() of the flow cancels every branch', T, async () => {
     const trace = [];
     const root = $as();
