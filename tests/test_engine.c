@@ -1431,6 +1431,51 @@ static void parallel_failed_tells_a_branch_error_waiting(void** state)
     assert_int_equal(futoin_steps_parallel_failed(NULL), 0);
 }
 
+static void f_inner_par_fails_later(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, "inner", eh_trace);
+    p->api->add(p, NULL, f_branch_wait_then_fail, NULL);
+}
+
+static void f_sibling_waits_then(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, NULL, f_wait_kept, NULL);
+    bsi->api->add(bsi, "sibling next", f_trace, NULL);
+}
+
+static void f_outer_par(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, NULL, NULL);
+    p->api->add(p, NULL, f_inner_par_fails_later, NULL);
+    p->api->add(p, NULL, f_sibling_waits_then, NULL);
+}
+
+/* a branch failing its parallel: the parallel's handlers run before any
+ * work queued earlier (a sibling branch of an outer parallel, resumed in the
+ * same turn), which the failure then cancels, as the reference raises the
+ * error up inside the call that raised it */
+static void failed_parallel_handlers_run_before_queued_work(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_outer_par, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    g_branch_waiting = NULL;
+    g_waiting_step = NULL;
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("w");
+    g_branch_waiting->api->success(g_branch_waiting, NULL);
+    g_waiting_step->api->success(g_waiting_step, NULL);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("w|inner:E3|unhandled:E3:info");
+}
+
 /* at_top(): no step of the running flow in progress once its waiting
  * root-level step completed from outside; a root add() then appends */
 static void root_at_top_between_steps_takes_more_steps(void** state)
@@ -1485,9 +1530,11 @@ static void host_branch_error_runs_at_once(void** state)
     bsi = futoin_tool_host_next_of(r, &data, &args);
     assert_string_equal(data, "b1");
     assert_string_equal(futoin_tool_host_error(bsi), "Ext");
-    futoin_tool_host_done_unwinding(bsi); /* not handled: b2 is cancelled, the parallel fails */
-    assert_int_equal(futoin_steps_unwind_now(r), 1);
+    /* not handled: b2 is cancelled, the parallel fails, its handler is next
+     * at once (nothing left for unwind_now()) */
+    futoin_tool_host_done_unwinding(bsi);
     assert_int_equal(futoin_tool_host_peek_of(r), FUTOIN_HOST_ERROR);
+    assert_int_equal(futoin_steps_unwind_now(r), 0);
     bsi = futoin_tool_host_next_of(r, &data, &args);
     assert_string_equal(data, "par");
     bsi->api->success(bsi, NULL);
@@ -1772,6 +1819,7 @@ int main(void)
             T(goes_on_later_tells_a_flow_completed_from_outside),
             T(in_branch_tells_a_parallel_branch_step),
             T(parallel_failed_tells_a_branch_error_waiting),
+            T(failed_parallel_handlers_run_before_queued_work),
             T(cancel_after_outside_success_spares_ended_steps),
             T(outside_success_ends_the_enclosing_step_before_its_timeout),
             T(root_at_top_between_steps_takes_more_steps),

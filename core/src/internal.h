@@ -169,6 +169,8 @@ FTN_HIDDEN uint64_t ftool_now(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_hold(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_drop(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_task_push(FutoInAsyncTool* t, ftask* task);
+/* ahead of everything queued (what the reference does inside the current call) */
+FTN_HIDDEN void ftool_task_push_front(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN void ftool_task_remove(FutoInAsyncTool* t, ftask* task);
 /* queued as any task, and for futoin_tool_run_one() part of the timer's
  * event that queued it (a step timeout's error handlers) */

@@ -493,8 +493,10 @@ static int branch_fail(fstrand* b)
         /* the parallel's handlers are part of the timeout's turn too */
         pst->timed_out = 1;
         ftool_task_push_urgent(par->flow->tool, &pst->task);
-    } else {
-        strand_schedule(pst);
+    } else if (!pst->task.queued) {
+        /* the parallel's handlers before work queued earlier (a sibling of
+         * an outer parallel), as the reference raises the error up at once */
+        ftool_task_push_front(par->flow->tool, &pst->task);
     }
     return R_GONE;
 }
@@ -1647,6 +1649,7 @@ int futoin_tool_host_peek_of(FutoInAsyncSteps* root)
 }
 
 static void host_done(FutoInAsyncSteps* bsi, int errors_only);
+static int unwind_queued(fflow* fl, int host_first);
 
 void futoin_tool_host_done(FutoInAsyncSteps* bsi)
 {
@@ -1694,9 +1697,15 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     fstrand* prev_cont = t->host_cont;
     t->host_cont = t->host_bursts ? st : NULL;
     const uint32_t gen = fl->base.gen;
+    const uint32_t par_failed = fl->par_failed;
     /* unwinding: a burst of 0 runs the outer handlers and stops before the
      * next step */
     strand_run_budget(st, errors_only || st->timed_out ? 0 : st->host_budget);
+    if (fl->par_failed != par_failed && fl->base.gen == gen) {
+        /* the step failed a parallel: its handlers now, the first host one
+         * ahead of the host's queue (siblings resumed meanwhile wait) */
+        unwind_queued(fl, 1);
+    }
     t->host_cont = prev_cont;
     t->running = was_running;
     if (!was_running) {
@@ -1780,6 +1789,30 @@ static fstrand* queued_error_of(fflow* fl)
     return NULL;
 }
 
+/* the strands of fl that wait with an error to unwind run their handlers,
+ * newest first (host_first: each one's first host step ahead of the host's
+ * queue); 1 when one ran */
+static int unwind_queued(fflow* fl, int host_first)
+{
+    FutoInAsyncTool* t = fl->tool;
+    const uint32_t gen = fl->base.gen;
+    uint32_t left = t->burst; /* bounded, as any burst */
+    int ran = 0;
+    fstrand* st;
+    const int was_running = t->running;
+    fstrand* prev_cont = t->host_cont;
+    while (left-- && fl->base.gen == gen && (fl->flags & FL_RUNNING) && (st = queued_error_of(fl))) {
+        ftool_task_remove(t, &st->task);
+        t->running = 1;
+        t->host_cont = host_first && t->host_bursts ? st : prev_cont;
+        strand_run_with(st, 0); /* handlers only: a burst of 0 stops before the next step */
+        ran = 1;
+    }
+    t->host_cont = prev_cont;
+    t->running = was_running;
+    return ran;
+}
+
 int futoin_steps_unwind_now(FutoInAsyncSteps* root)
 {
     fflow* fl = flow_of_root(root);
@@ -1787,20 +1820,9 @@ int futoin_steps_unwind_now(FutoInAsyncSteps* root)
     if (!fl || fl->tool->running || !ftool_is_loop_thread(fl->tool)) {
         return 0;
     }
-    FutoInAsyncTool* t = fl->tool;
-    const uint32_t gen = fl->base.gen;
-    uint32_t left = t->burst; /* bounded, as any burst */
-    int ran = 0;
-    fstrand* st;
-    while (left-- && fl->base.gen == gen && (fl->flags & FL_RUNNING) && (st = queued_error_of(fl))) {
-        ftool_task_remove(t, &st->task);
-        t->running = 1;
-        strand_run_with(st, 0); /* handlers only: a burst of 0 stops before the next step */
-        t->running = 0;
-        ran = 1;
-    }
+    const int ran = unwind_queued(fl, 0);
     if (ran) {
-        ftool_rearm(t);
+        ftool_rearm(fl->tool);
     }
     return ran;
 }
@@ -1812,7 +1834,7 @@ int futoin_steps_parallel_failed(FutoInAsyncSteps* root)
         return 0;
     }
     fl->par_failed = 0;
-    return queued_error_of(fl) != NULL;
+    return 1;
 }
 
 /* fl's main sequence holds only steps that completed: its innermost step

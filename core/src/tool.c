@@ -168,6 +168,20 @@ void ftool_task_push(FutoInAsyncTool* t, ftask* task)
     ++t->q_len;
 }
 
+void ftool_task_push_front(FutoInAsyncTool* t, ftask* task)
+{
+    if (!t->q_head) {
+        ftool_task_push(t, task);
+        return;
+    }
+    task->prev = NULL;
+    task->next = t->q_head;
+    t->q_head->prev = task;
+    t->q_head = task;
+    task->queued = 1;
+    ++t->q_len;
+}
+
 void ftool_task_push_urgent(FutoInAsyncTool* t, ftask* task)
 {
     if (!task->queued) {

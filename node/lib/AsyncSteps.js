@@ -597,9 +597,14 @@ const goOn = (root, ran) => {
         runAlone(root._test, HOST_MORE);
         const more = reg.SH[SH_MORE];
         if ((more & MORE_PAR_FAILED) !== 0) {
-            // a branch failed its parallel: the handlers now, the steps after
-            // them later, as futoin-asyncsteps (also under AsyncToolTest)
-            errorsNow(root);
+            // a branch failed its parallel: the handlers now (those C did not
+            // run yet), the steps after them later, as futoin-asyncsteps
+            if (N.flowNow(root._h, true)) {
+                runAlone(root._test, HOST_ERRORS);
+            }
+            if (!root._test) {
+                reg.armImmediate();
+            }
             return;
         }
         if (more === 0) {

@@ -1201,9 +1201,9 @@ static int32_t other_ready(jsenv* e, FutoInAsyncTool* t)
 }
 
 /* SH_MORE once the flow of r (slot, gen) ran from outside: other_ready(),
- * plus 2 when a branch error failed one of its parallel steps, whose
- * handlers wait: JS runs them now (the reference does, inside that call),
- * the steps after them later */
+ * plus 2 when a branch error failed one of its parallel steps: JS runs the
+ * handlers now (the reference does, inside that call), the steps after
+ * them later */
 static int32_t more_after(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen)
 {
     const int32_t par = root_live(e, r, slot, gen) && futoin_steps_parallel_failed(r->bsi) ? 2 : 0;

@@ -214,6 +214,28 @@ test('an exception out of a branch\'s error handler leaves error_info as it was,
         assert.deepStrictEqual(trace, ['branch E3 info2', 'inner H8 info2', 'outer H8 info2']);
     });
 
+test('a nested parallel\'s failure reaches the outer parallel before a sibling branch goes on', T, async () => {
+    // as futoin-asyncsteps, where the error goes up inside the call that
+    // raised it: the sibling is cancelled before its next step
+    const trace = [];
+    const r = await runFlow((as) => {
+        const p = as.parallel();
+        p.add((as) => {
+            as.parallel((as, err) => trace.push(`inner ${err}`)).add((as) => {
+                as.add(later((as) => as.success()));
+                as.add((as) => as.error('E3'));
+            });
+        });
+        p.add((as) => {
+            as.setCancel((as) => trace.push('sibling cancelled'));
+            as.add(later((as) => as.success()));
+            as.add((as) => trace.push('sibling next'));
+        });
+    });
+    assert.strictEqual(r.err, 'E3');
+    assert.deepStrictEqual(trace, ['inner E3', 'sibling cancelled']);
+});
+
 test('cancel() of the flow cancels every branch', T, async () => {
     const trace = [];
     const root = $as();

@@ -198,10 +198,11 @@ FUTOIN_API const char* futoin_steps_unwinding(FutoInAsyncSteps* step);
  * ran (none waits, or inside the tool's callbacks). */
 FUTOIN_API int futoin_steps_unwind_now(FutoInAsyncSteps* root);
 /* 1 when a parallel step of root's flow failed (a branch's error nobody
- * handled) since the last call, and a strand with an error to unwind waits
- * in the queue: a host that ran a branch from outside (execute_strand())
- * runs the parallel's handlers at once with unwind_now(), as the JS
- * reference does inside the call that resumed the branch. */
+ * handled) since the last call. The parallel's handlers run before work
+ * queued earlier, at once after a host step that failed it; a host that ran
+ * a branch from outside (execute_strand()) runs them with unwind_now(), as
+ * the JS reference does inside the call that resumed the branch, and leaves
+ * the steps after them to a later event. */
 FUTOIN_API int futoin_steps_parallel_failed(FutoInAsyncSteps* root);
 /* A running flow with nothing left to run (its innermost step completed by
  * a success() from outside, no enclosing step or the root has more steps)
