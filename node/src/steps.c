@@ -1325,6 +1325,9 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     jroot* r = h->root;
     FutoInAsyncTool* tool = r->tool; /* the flow may end and its root go */
     const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
+    if (!errors_only) {
+        futoin_steps_parallel_failed(r->bsi); /* more_after() tells of this run only */
+    }
     const int ran = flow_now(e, r, errors_only, step && step->root == r ? step->bsi : NULL);
     e->sh[SH_MORE] = !ran ? 0 : errors_only ? other_ready(e, tool) : more_after(e, tool, r, rslot, rgen);
     napi_value out;
@@ -1424,6 +1427,9 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
     FutoInAsyncTool* tool = r ? r->tool : NULL; /* the flow may end and its root go */
     const uint32_t rslot = r ? r->slot : 0, rgen = r ? e->slots[rslot].gen : 0;
+    if (r) {
+        futoin_steps_parallel_failed(r->bsi); /* more_after() tells of this run only */
+    }
     int ran = r && !r->foreign && r->running && flow_now(e, r, 0, step);
     e->sh[SH_MORE] = ran ? more_after(e, tool, r, rslot, rgen) : 0;
     napi_value out;
