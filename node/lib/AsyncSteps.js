@@ -257,7 +257,8 @@ const outOfService = (as) => as._h !== CUR && ((as._f & (F_DONE | F_OUT)) !== 0 
 
 /* a call from outside on a step whose sub-steps run, not added through
  * this interface: an error from outside ran its handler, which added steps */
-const movedOn = (as) => as._h !== CUR && (as._f & F_ADDED) === 0 && N.runsSubsteps(as._h);
+const movedOn = (as) => as._h !== CUR && (as._f & F_ADDED) === 0 && as._root._ehAdded !== 0 &&
+    N.runsSubsteps(as._h);
 
 const checkActiveAs = (as) => {
     if (as._h !== CUR ? !isLiveAs(as) : as._h === CANCELLED_H) {
@@ -1070,6 +1071,7 @@ class AsyncSteps {
         this._held = undefined; // idle: the callbacks its flow keeps (sweepIdle)
         this._cancelling = false; // inside cancel(): its handlers may add steps
         this._rerun = false; // execute() called meanwhile
+        this._ehAdded = 0; // error handlers that added sub-steps (movedOn())
         this._ar = undefined; // a run that went past its first burst: the async context execute() ran in
     }
 
@@ -2106,6 +2108,9 @@ const onError = (r, h, k, code, info) => {
     const as = new AsyncStepProtector(root, h);
     if (invoke(root, as, fn, 1, code) !== 0) {
         return F_DONE;
+    }
+    if ((as._f & F_ADDED) !== 0) {
+        ++root._ehAdded; // movedOn() asks C from now on
     }
     if (loopCtl && (as._f & (F_ADDED | F_WAIT | F_DONE)) === 0) {
         // on to its loop, which leaves no exception behind, as futoin-asyncsteps
