@@ -328,11 +328,9 @@ const failWaiting = (root, code, error_info) => {
 /* root's step that waits for an event (taken: it waits no more), else undefined */
 const takeWaiting = (root) => {
     const h = root._waitH;
-    if (root._running && h !== undefined && h !== CUR && isLive(h)) {
-        root._waitH = undefined;
-        return h;
-    }
-    return undefined;
+    root._waitH = undefined;
+    // a handler may have moved it on (an await() rejected, a step timeout)
+    return root._running && h !== undefined && h !== CUR && isLive(h) && N.waiting(h) ? h : undefined;
 };
 
 /* step h completes from outside: no longer the root's waiting step */

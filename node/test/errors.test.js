@@ -674,6 +674,49 @@ test('root.error() while its flow\'s next step waits for a later turn ends the f
     assert.strictEqual(again, 'again');
 });
 
+test('root.error() after a handler moved the waiting step on (await rejected, timeout) ends the flow too, silently', T, () => {
+    // the step that waited is not waiting any more: its handler added a
+    // step that goes on in a later turn; as futoin-asyncsteps the error
+    // cancels the flow; before, C printed "not waiting (ignored)" and the
+    // flow went on
+    const script = `
+        const $as = require(${JSON.stringify(require('./helpers').IMPL)});
+        const out = [];
+        for (const how of ['await', 'timeout']) {
+            const r = $as();
+            r.add((as) => {
+                const onerror = (as, err) => {
+                    out.push(how + ' handled ' + err);
+                    as.add((as) => out.push(how + ' S4'));
+                    setImmediate(() => { // before the turn the steps after go on in
+                        try {
+                            r.error('EXT', 'extinfo');
+                        } catch (e) {
+                            out.push(how + ' threw ' + e.message + ' ' + r.state.error_info);
+                        }
+                    });
+                };
+                if (how === 'await') {
+                    as.await(new Promise((resolve, reject) => process.nextTick(() => reject(new Error('R')))), onerror);
+                } else {
+                    as.add((as) => as.setTimeout(1), onerror);
+                }
+                as.add((as) => out.push(how + ' S5'));
+            });
+            r.add((as) => out.push(how + ' END'));
+            r.execute();
+        }
+        process.once('beforeExit', () => console.log(JSON.stringify(out.sort())));
+    `;
+    const res = require('child_process').spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.strictEqual(res.stderr, '');
+    assert.deepStrictEqual(JSON.parse(res.stdout), [
+        'await handled PromiseReject', 'await threw EXT extinfo',
+        'timeout handled Timeout', 'timeout threw EXT extinfo',
+    ]);
+});
+
 test('a root add() between the steps of its running flow, its next step queued, ends the flow with InternalError, as futoin-asyncsteps', T, async () => {
     // outside production mode a root-level add() while a step of the flow
     // is in progress (here the outer one) is a root error(InternalError):
