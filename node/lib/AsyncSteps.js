@@ -101,7 +101,9 @@ const sanity = isProduction ? () => {} : (asp) => {
     }
 };
 
-// root-level operations kept in JS until execute()
+// root-level operations kept in JS until execute(): an add() without
+// onerror is its function alone (one entry, and a run of them is the batch
+// itself), any other is three entries: Q_*, then two values
 const Q_ADD = 0;
 const Q_PAR = 1;
 const Q_CALL = 2; // needs a C root: fn(root) on it at execute(), or copy(target) for copyFrom()
@@ -1013,7 +1015,10 @@ const copyModel = (target, other) => {
     const n = ops.length; // copyFrom() of itself appends to this very array
     for (let i = 0; i < n; i += 3) {
         const kind = ops[i];
-        if (kind === Q_ADD) {
+        if (typeof kind === 'function') {
+            target.add(kind);
+            i -= 2;
+        } else if (kind === Q_ADD) {
             target.add(ops[i + 1], ops[i + 2]);
         } else if (kind === Q_PAR) {
             const p = target.parallel(ops[i + 2]);
@@ -1122,7 +1127,11 @@ class AsyncSteps {
             N.add(this._h, register(func, onerror), hasEh(onerror));
             return this;
         }
-        this._ops.push(Q_ADD, func, onerror);
+        if (onerror === undefined) {
+            this._ops.push(func);
+        } else {
+            this._ops.push(Q_ADD, func, onerror);
+        }
         return this;
     }
 
@@ -1258,15 +1267,19 @@ class AsyncSteps {
         } else {
             for (let i = 0; i < ops.length; i += 3) {
                 const kind = ops[i];
+                if (typeof kind === 'function') {
+                    const j = batchEnd(ops, i);
+                    if (j > i + 1) {
+                        queue(0, OP_ADD, register(batchOf(ops, i, j), undefined), OP_BATCH);
+                    } else {
+                        queue(0, OP_ADD, register(kind, undefined), 0);
+                    }
+                    i = j - 3;
+                    continue;
+                }
                 const eh = ops[i + 2];
                 if (kind === Q_ADD) {
-                    const j = hasEh(eh) ? i : batchEnd(ops, i);
-                    if (j > i + 3) {
-                        queue(0, OP_ADD, register(batchOf(ops, i, j), undefined), OP_BATCH);
-                        i = j - 3;
-                    } else {
-                        queue(0, OP_ADD, register(ops[i + 1], eh), hasEh(eh) ? 1 : 0);
-                    }
+                    queue(0, OP_ADD, register(ops[i + 1], eh), hasEh(eh) ? 1 : 0);
                 } else {
                     queue(0, OP_PAR, register(undefined, eh), hasEh(eh) ? 1 : 0);
                     const br = ops[i + 1]._branches;
@@ -1315,7 +1328,10 @@ class AsyncSteps {
         cleanup.unregister(this);
         for (let i = 0; i < ops.length; i += 3) {
             const kind = ops[i];
-            if (kind === Q_ADD) {
+            if (typeof kind === 'function') {
+                N.add(h, register(kind, undefined), false);
+                i -= 2;
+            } else if (kind === Q_ADD) {
                 const eh = ops[i + 2];
                 N.add(h, register(ops[i + 1], eh), hasEh(eh));
             } else if (kind === Q_PAR) {
@@ -1359,6 +1375,11 @@ class AsyncSteps {
         if (Array.isArray(ops)) {
             for (let i = 0; i < ops.length; i += 3) {
                 const kind = ops[i];
+                if (typeof kind === 'function') {
+                    q.push([kind, undefined]);
+                    i -= 2;
+                    continue;
+                }
                 q.push(kind === Q_ADD ? [ops[i + 1], ops[i + 2]] :
                     [queuedCall, kind === Q_PAR ? ops[i + 2] : undefined]);
             }
@@ -1475,19 +1496,18 @@ class AsyncSteps {
 
 /* root-level steps without onerror from ops[i] on: where they end */
 const batchEnd = (ops, i) => {
-    let j = i + 3;
-    while (j < ops.length && ops[j] === Q_ADD && !hasEh(ops[j + 2])) {
-        j += 3;
+    let j = i + 1;
+    while (j < ops.length && typeof ops[j] === 'function') {
+        ++j;
     }
     return j;
 };
 
-/* their functions: a batch, one step to C (runBatch runs them from `at`) */
+/* their functions: a batch, one step to C (runBatch runs them from `at`);
+ * the operations themselves when they are all plain steps (execute() took
+ * them over) */
 const batchOf = (ops, i, j) => {
-    const fns = new Array((j - i) / 3);
-    for (let m = 0; m < fns.length; ++m) {
-        fns[m] = ops[i + 3 * m + 1];
-    }
+    const fns = i === 0 && j === ops.length ? ops : ops.slice(i, j);
     // lead: how often in a row its first step to run did more than complete
     return { fns, at: 0, lead: 0 };
 };

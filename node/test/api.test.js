@@ -807,3 +807,25 @@ test('the package loaded again (require.cache cleared) leaves the first instance
     assert.strictEqual(res.status, 0, res.stderr);
     assert.strictEqual(res.stdout.trim(), 'a mutex,b 2,a 1');
 });
+
+test('root steps with and without onerror, parallels and loops run in the order added, also copied by copyFrom()', async () => {
+    const log = [];
+    const step = (n) => (as) => {
+        log.push(n);
+    };
+    const model = $as();
+    model.add(step(1)).add(step(2)).add((as) => {
+        log.push(3);
+        as.error('E');
+    }, (as, err) => {
+        log.push(`eh:${err}`);
+        as.success();
+    }).add(step(4), null);
+    model.parallel().add(step(5));
+    model.add(step(6)).repeat(2, (as, i) => {
+        log.push(`r${i}`);
+    }).add(step(7)).add(step(8));
+    const root = $as().add(step(0)).copyFrom(model).add(step(9));
+    await new Promise((resolve) => root.add((as) => resolve()).execute());
+    assert.deepStrictEqual(log, [0, 1, 2, 3, 'eh:E', 4, 5, 6, 'r0', 'r1', 7, 8, 9]);
+});
