@@ -2307,6 +2307,15 @@ reg.runAfterEvent = () => {
     }
 };
 
+/* one live instance of each class the engine's hot code checks: V8's
+ * optimized code holds the maps it checks weakly, and a full GC while no
+ * flow runs (an idle process) would drop them with the last instance,
+ * deoptimizing that code, to be compiled again under the next load */
+reg.mapAnchors = (() => {
+    const r = new AsyncSteps();
+    return [r, new AsyncStepProtector(r, 0), new ParallelStep(r, undefined), new AsyncResource('FutoInAsyncSteps')];
+})();
+
 AsyncSteps.AsyncStepProtector = AsyncStepProtector;
 AsyncSteps.ParallelStep = ParallelStep;
 

@@ -225,3 +225,51 @@ test('with the handle table full, the error handlers of the flows that fail run 
     assert.strictEqual(out.started + out.failed, 300);
     assert.deepStrictEqual(Object.keys(out.infos), ['InternalError: too many active steps']);
 });
+
+// V8 holds the maps its optimized code checks weakly: a full GC at a moment
+// no step interface, parallel or root is alive (an idle process) dropped
+// them, and the engine's hot functions were deoptimized, to be compiled
+// again under load (seen as runs several times slower after each gc())
+test('a full GC while no flow runs leaves the hot functions of the JS API optimized', () => {
+    const script = `
+        const $as = require(${JSON.stringify(require.resolve('..'))});
+        const branch = (as) => {};
+        let left = 0;
+        let done = null;
+        const start = () => {
+            const r = $as();
+            r.parallel().add(branch).add((as) => as.add(branch));
+            r.add((as) => as.successStep()).add(fin).execute();
+        };
+        const fin = (as) => {
+            if (--left === 0) {
+                done();
+            } else if (left % 16 === 0) {
+                queueMicrotask(start);
+            } else {
+                start();
+            }
+        };
+        const round = (n) => new Promise((resolve) => {
+            left = n;
+            done = resolve;
+            start();
+        });
+        (async () => {
+            for (let i = 0; i < 4; ++i) {
+                await round(20000);
+                await new Promise((resolve) => setImmediate(resolve));
+                global.gc();
+            }
+        })();
+    `;
+    const r = require('child_process').spawnSync(process.execPath,
+        ['--expose-gc', '--trace-opt', '--trace-deopt', '-e', script],
+        { encoding: 'utf8', timeout: 120000, maxBuffer: 1 << 26 });
+    assert.strictEqual(r.status, 0, r.stderr);
+    const lines = r.stdout.split('\n');
+    // they were optimized, and stayed so
+    assert.ok(lines.some((l) => /completed optimizing .*<JSFunction runHost /.test(l)), 'runHost optimized');
+    const ours = /SharedFunctionInfo (AsyncStepProtector|ParallelStep|AsyncSteps|runHost|onStep|runBatch|stepStarts)>.*reason: weak objects/;
+    assert.deepStrictEqual(lines.filter((l) => ours.test(l)), []);
+});
