@@ -877,6 +877,9 @@ class AsyncStepProtector {
         sanity(this);
         checkFunc(this, func);
         const n = countOf(count);
+        if (n === 0) {
+            return this; // no step, as futoin-asyncsteps: values pass it by
+        }
         N.repeat(this._h, register(func, undefined), n, labelKey(label));
         this._f |= F_ADDED;
         return this;
@@ -1451,6 +1454,9 @@ class AsyncSteps {
     repeat(count, func, label) {
         checkFunc(this, func);
         const n = countOf(count);
+        if (n === 0) {
+            return this; // no step, as futoin-asyncsteps: values pass it by
+        }
         const key = labelKey(label);
         return this._call((t) => N.repeat(t._materialize(), register(func, undefined), n, key),
             (t) => t.repeat(n, func, label));

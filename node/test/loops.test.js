@@ -505,3 +505,48 @@ test('break() and continue() leave error_info unset, as error() without info doe
         assert.strictEqual(info, undefined, ctl);
     }
 });
+
+test('repeat() of no iterations and forEach() of an empty list or object add no step, as in futoin-asyncsteps', T, async () => {
+    // success() after them in the same step
+    const r = await runFlow((as) => {
+        as.repeat(0, (as) => {});
+        as.repeat(-3, (as) => {});
+        as.forEach([], (as) => {});
+        as.forEach({}, (as) => {});
+        as.success(5, 'x');
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(r.args, [5, 'x']);
+    // values pass them by to the next step, at root level and inside a step
+    const seen = [];
+    await new Promise((resolve) => {
+        const root = $as();
+        root.add((as) => as.success(1)).repeat(0, (as) => seen.push('body'));
+        root.add((as, ...v) => {
+            seen.push(v);
+            as.success(2);
+        }).forEach([], (as) => seen.push('body'));
+        root.add((as, ...v) => {
+            seen.push(v);
+            as.add((as) => as.success(3));
+            as.forEach({}, (as) => seen.push('body'));
+            as.add((as, ...w) => seen.push(w));
+        });
+        root.add((as) => resolve()).execute();
+    });
+    assert.deepStrictEqual(seen, [[1], [2], [3]]);
+    // a model copied by copyFrom() has nothing of them
+    const model = $as().repeat(0, (as) => {}).forEach([], (as) => {});
+    assert.strictEqual(model._queue.length, 0);
+});
+
+test('repeat() of a fractional count runs up to it, forEach() of a Map always adds its loop', T, async () => {
+    const seen = [];
+    const r = await runFlow((as) => {
+        as.repeat(0.5, (as, i) => seen.push(`r${i}`));
+        as.repeat('2', (as, i) => seen.push(`s${i}`));
+        as.forEach(new Map(), (as, k, v) => seen.push('map'));
+    });
+    assert.strictEqual(r.err, null, r.info);
+    assert.deepStrictEqual(seen, ['r0', 's0', 's1']);
+});
