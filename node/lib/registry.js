@@ -189,7 +189,7 @@ const SH_IMM = SH_NUM + 2 * SH_NUM_CAP;
 const SH_FIN_MORE = SH_IMM + 1;
 const runImmediate = () => {
     reg.SH[SH_IMM] = 0;
-    N.runNow();
+    N.runNow(true); // a loop iteration: due step timers fire too
 };
 reg.armImmediate = () => {
     const SH = reg.SH;

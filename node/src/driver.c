@@ -108,10 +108,19 @@ void jd_arm_ready(jsenv* e)
 }
 
 /* runNow(): a turn of the scheduler from JS (a promise settled); nothing
- * when called from inside the scheduler's own callbacks */
+ * when called from inside the scheduler's own callbacks. runNow(true): the
+ * turn of a setImmediate() (SH_IMM), a loop iteration of its own: due step
+ * timers fire there too, as our uv timer rests while work is ready, so a
+ * flow that never waits does not starve another's timeout or a Throttle
+ * period (Node runs its timers phase on every iteration) */
 napi_value jd_run_now(napi_env env, napi_callback_info info)
 {
-    (void)info;
+    size_t argc = 1;
+    napi_value argv[1];
+    bool timers = false;
+    if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1) {
+        napi_get_value_bool(env, argv[0], &timers);
+    }
     jsenv* e = tl_env;
     if (e->sh[SH_OPS_N]) {
         js_flush_ops(e);
@@ -121,9 +130,8 @@ napi_value jd_run_now(napi_env env, napi_callback_info info)
     }
     jlazy lz;
     lz_enter(e, &lz);
-    turn(e, 0);
+    turn(e, timers);
     lz_leave(e, &lz);
-    (void)env;
     return NULL;
 }
 

@@ -631,3 +631,40 @@ test('the step after a parallel whose branches ended inside execute() comes befo
         await new Promise((resolve) => setImmediate(resolve));
         assert.deepStrictEqual(order, ['branch', 'after', 'immediate', 'from nextTick']);
     });
+
+test('a flow that never waits (an endless loop) does not starve step timeouts and Throttle periods', T, async () => {
+    // as futoin-asyncsteps, whose bursts yield through setImmediate(): Node
+    // runs its timers phase on every loop iteration
+    const log = [];
+    const done = deferred();
+    const busy = $as();
+    busy.loop((as) => {});
+    busy.execute();
+    const th = new $as.Throttle(1, 10);
+    let entries = 0;
+    const enter = (i) => $as().sync(th, (as) => {
+        log.push(`entry ${i}`);
+        if (++entries === 2) {
+            $as().add((as) => as.setTimeout(5), (as, err) => {
+                log.push(`step ${err}`);
+                setTimeout(() => {
+                    log.push('timer after it');
+                    done.resolve();
+                }, 20);
+            }).execute();
+        }
+    }).execute();
+    enter(0);
+    enter(1);
+    const starved = setTimeout(() => {
+        log.push('starved');
+        done.resolve();
+    }, 1000);
+    try {
+        await done.promise;
+    } finally {
+        busy.cancel();
+        clearTimeout(starved);
+    }
+    assert.deepStrictEqual(log, ['entry 0', 'entry 1', 'step Timeout', 'timer after it']);
+});
