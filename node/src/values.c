@@ -454,7 +454,11 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
         switch (base) {
         case FTN_TYPE_UINT8: {
             void* data;
-            napi_create_buffer_copy(env, v->length, v->p ? v->p : "", &data, &r);
+            if (v->p) {
+                napi_create_buffer_copy(env, v->length, v->p, &data, &r);
+            } else if (napi_create_buffer(env, v->length, &data, &r) == napi_ok && v->length) {
+                memset(data, 0, v->length); /* no memory given: zeros, as typed_copy() */
+            }
             return r;
         }
         case FTN_TYPE_INT8: return typed_copy(env, napi_int8_array, 1, v);
@@ -470,10 +474,10 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
             if (napi_create_array_with_length(env, v->length, &r) != napi_ok) {
                 return NULL;
             }
-            const bool* b = v->p;
+            const unsigned char* b = v->p; /* any byte from C: not 0 is true */
             for (uint32_t j = 0; b && j < v->length; ++j) {
                 napi_value x;
-                napi_get_boolean(env, b[j], &x);
+                napi_get_boolean(env, b[j] != 0, &x);
                 napi_set_element(env, r, j, x);
             }
             return r;

@@ -191,6 +191,26 @@ API void t_later(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->waitExternal(bsi);
     bsi->api->sched_deferred(bsi, 2, bsi, t_later_cb);
 }
+
+/* careless producers: a byte array of 4 without its memory, booleans that
+ * are neither 0 nor 1 */
+static const FutoInType k_u8a = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, NULL};
+static const FutoInType k_boola = {FTN_TYPE_BOOL | FTN_TYPE_ARRAY, NULL};
+static const unsigned char k_bools[] = {2, 0, 1};
+API void t_careless(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_u8a;
+    out.arg0.p = NULL;
+    out.arg0.length = 4;
+    out.arg1.type = &k_boola;
+    out.arg1.p = k_bools;
+    out.arg1.length = 3;
+    bsi->api->success(bsi, &out);
+}
 `;
 
 const abiInclude = () => {
@@ -222,6 +242,15 @@ if (isPolyglot) {
         if (lib) {
             fs.rmSync(path.dirname(lib), { recursive: true, force: true });
         }
+    });
+
+    test('a C step\'s array without memory comes as zeros, its booleans as any byte not 0', T, async () => {
+        const r = await runFlow((as) => {
+            as.add(native.cstep(lib, 't_careless'));
+            as.add((as, bytes, bools) => as.success(Buffer.isBuffer(bytes) ? [...bytes] : bytes, bools));
+        });
+        assert.strictEqual(r.err, null);
+        assert.deepStrictEqual(r.args, [[0, 0, 0, 0], [true, false, true]]);
     });
 
     test('a C step between JS steps: numbers in and out', T, async () => {

@@ -162,6 +162,28 @@ void c_foreign_object(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->success(bsi, &out);
 }
 
+/* careless producers: arrays of 4 without their memory, booleans that are
+ * neither 0 nor 1 */
+void c_careless(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    static const FutoInType k_u8a = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, NULL};
+    static const FutoInType k_i32a = {FTN_TYPE_INT32 | FTN_TYPE_ARRAY, NULL};
+    static const FutoInType k_boola = {FTN_TYPE_BOOL | FTN_TYPE_ARRAY, NULL};
+    static const unsigned char bools[] = {2, 0, 1};
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_u8a;
+    out.arg0.length = 4;
+    out.arg1.type = &k_i32a;
+    out.arg1.length = 4;
+    out.arg2.type = &k_boola;
+    out.arg2.p = bools;
+    out.arg2.length = 3;
+    bsi->api->success(bsi, &out);
+}
+
 /* called through ctypes with a root's binary(): C cancels it */
 void c_cancel(FutoInAsyncSteps* bsi)
 {
@@ -260,6 +282,11 @@ def test_c_step_int32_reaches_python_as_int(virtual_tool):
     got = list(received_from(virtual_tool, "c_answer"))
     assert got == [42]
     assert type(got[0]) is int
+
+
+def test_c_arrays_without_memory_come_as_zeros_and_any_nonzero_byte_is_true(virtual_tool):
+    # a NULL pointer with a length crashed (int arrays) or gave uninitialised bytes
+    assert received_from(virtual_tool, "c_careless") == (b"\0\0\0\0", [0, 0, 0, 0], [True, False, True])
 
 
 def test_c_step_from_a_ctypes_function(virtual_tool):

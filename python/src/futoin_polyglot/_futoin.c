@@ -229,7 +229,11 @@ static PyObject* value_to_py(const FutoInBinaryValue* v)
     uint8_t base = t->flags & FTN_BASE_TYPE_MASK;
     if (t->flags & FTN_TYPE_ARRAY) {
         if (base == FTN_TYPE_UINT8 || base == FTN_TYPE_INT8) {
-            return PyBytes_FromStringAndSize(v->p, v->length);
+            PyObject* b = PyBytes_FromStringAndSize(v->p, v->length);
+            if (b && !v->p && v->length) {
+                memset(PyBytes_AS_STRING(b), 0, v->length); /* no memory given: zeros */
+            }
+            return b;
         }
         PyObject* list = PyList_New(v->length);
         if (!list) {
@@ -243,17 +247,22 @@ static PyObject* value_to_py(const FutoInBinaryValue* v)
                     {6, NULL}, {7, NULL}, {8, NULL}, {9, NULL}, {10, NULL}, {11, NULL},
                     {12, NULL}, {13, NULL}, {14, NULL}, {15, NULL}};
             item.type = &scalar[base];
-            switch (base) {
-            case FTN_TYPE_BOOL: item.b = ((const bool*)v->p)[i]; break;
-            case FTN_TYPE_INT16: item.i16 = ((const int16_t*)v->p)[i]; break;
-            case FTN_TYPE_UINT16: item.u16 = ((const uint16_t*)v->p)[i]; break;
-            case FTN_TYPE_INT32: item.i32 = ((const int32_t*)v->p)[i]; break;
-            case FTN_TYPE_UINT32: item.u32 = ((const uint32_t*)v->p)[i]; break;
-            case FTN_TYPE_INT64: item.i64 = ((const int64_t*)v->p)[i]; break;
-            case FTN_TYPE_UINT64: item.u64 = ((const uint64_t*)v->p)[i]; break;
-            case FTN_TYPE_FLOAT: item.f = ((const float*)v->p)[i]; break;
-            case FTN_TYPE_DOUBLE: item.d = ((const double*)v->p)[i]; break;
-            default: item.type = NULL; break;
+            if (!v->p) {
+                /* no memory given: zeros (strings and the rest: None) */
+                item.type = base >= FTN_TYPE_BOOL ? item.type : NULL;
+            } else {
+                switch (base) {
+                case FTN_TYPE_BOOL: item.b = ((const unsigned char*)v->p)[i] != 0; break; /* any byte from C */
+                case FTN_TYPE_INT16: item.i16 = ((const int16_t*)v->p)[i]; break;
+                case FTN_TYPE_UINT16: item.u16 = ((const uint16_t*)v->p)[i]; break;
+                case FTN_TYPE_INT32: item.i32 = ((const int32_t*)v->p)[i]; break;
+                case FTN_TYPE_UINT32: item.u32 = ((const uint32_t*)v->p)[i]; break;
+                case FTN_TYPE_INT64: item.i64 = ((const int64_t*)v->p)[i]; break;
+                case FTN_TYPE_UINT64: item.u64 = ((const uint64_t*)v->p)[i]; break;
+                case FTN_TYPE_FLOAT: item.f = ((const float*)v->p)[i]; break;
+                case FTN_TYPE_DOUBLE: item.d = ((const double*)v->p)[i]; break;
+                default: item.type = NULL; break;
+                }
             }
             PyObject* o = value_to_py(&item);
             if (!o) {
