@@ -519,24 +519,39 @@ const countOf = (count) => {
     return n > 0 ? Math.ceil(n) : 0;
 };
 
-/* loop labels: any value, matched by identity as in futoin-asyncsteps; C
- * matches strings, so other values get a key of their own. A falsy label is
- * none (break(0) acts on the innermost loop there too). */
-const LABEL_KEYS = new Map();
-const LABEL_OBJ_KEYS = new WeakMap();
+/* loop labels: any value, matched by identity (===) as in futoin-asyncsteps.
+ * C matches C strings, so each label becomes a string without NUL that no
+ * label of another type or value shares: a plain string stays itself, other
+ * values get a tagged key (\u001f, then n: number, b: BigInt, t: true,
+ * y: registered symbol, s: a string with a NUL or the tag in front, o: any
+ * other symbol or object, numbered in a WeakMap, so nothing is kept after
+ * its loop). A falsy label is none (break(0) acts on the innermost loop
+ * there too). */
+const LABEL_TAG = '\u001f';
+const LABEL_KEYS = new WeakMap();
 let labelCount = 0;
 const labelKey = (label) => {
     if (!label) {
         return undefined;
     }
-    if (typeof label === 'string') {
-        return label;
+    switch (typeof label) {
+    case 'string':
+        return label[0] === LABEL_TAG || label.includes('\u0000') ? `${LABEL_TAG}s${JSON.stringify(label)}` : label;
+    case 'number': return `${LABEL_TAG}n${label}`;
+    case 'bigint': return `${LABEL_TAG}b${label}`;
+    case 'boolean': return `${LABEL_TAG}t`;
+    case 'symbol': {
+        const name = Symbol.keyFor(label);
+        if (name !== undefined) {
+            return `${LABEL_TAG}y${JSON.stringify(name)}`;
+        }
+        break;
     }
-    const keys = (typeof label === 'object' || typeof label === 'function') ? LABEL_OBJ_KEYS : LABEL_KEYS;
-    let k = keys.get(label);
+    }
+    let k = LABEL_KEYS.get(label);
     if (k === undefined) {
-        k = `\u001flabel#${++labelCount}`; // no NUL: C keeps C strings
-        keys.set(label, k);
+        k = `${LABEL_TAG}o${++labelCount}`;
+        LABEL_KEYS.set(label, k);
     }
     return k;
 };

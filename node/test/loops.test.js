@@ -435,7 +435,15 @@ test('forEach() over any other value walks its own keys (a string by index, a nu
 
 test('loop labels of any type match by identity', T, async () => {
     const OBJ = {};
-    for (const [label, target, wantOuter] of [[7, 7, 0], [OBJ, OBJ, 0], [7, '7', -1]]) {
+    const SYM = Symbol('s');
+    for (const [label, target, wantOuter] of [[7, 7, 0], [OBJ, OBJ, 0], [7, '7', -1],
+        // C keeps C strings: a NUL inside a label, or a string that looks
+        // like the key of a label of another type, still tells them apart
+        ['a\u0000outer', 'a\u0000inner', -1], ['a\u0000outer', 'a\u0000outer', 0], ['a', 'a\u0000', -1],
+        [7, '\u001fn7', -1], [7, '\u001flabel#1', -1], [OBJ, '\u001flabel#1', -1], [OBJ, '\u001fo1', -1],
+        ['\u001fs"x"', 'x', -1], ['\u001fs"x"', '\u001fs"x"', 0],
+        [SYM, SYM, 0], [SYM, Symbol('s'), -1], [Symbol.for('f'), Symbol.for('f'), 0], [Symbol.iterator, Symbol.iterator, 0],
+        [10n, 10n, 0], [10n, 10, -1], [true, true, 0], [true, 'true', -1], [1.5, 1.5, 0], [-7, -7, 0]]) {
         let outer = 0;
         const r = await runFlow((as) => {
             as.loop((as) => {
@@ -454,6 +462,31 @@ test('loop labels of any type match by identity', T, async () => {
             assert.strictEqual(r.err, 'LoopBreak'); // '7' is not 7: no loop takes it
         }
     }
+});
+
+test('a loop label of any type is not kept after its loop (unique labels do not pile up)', T, () => {
+    const script = `
+        const $as = require(${JSON.stringify(require('./helpers').IMPL)});
+        const refs = [];
+        for (const mk of [() => Symbol('label'), () => ({}), () => () => {}]) {
+            const label = mk();
+            refs.push(new WeakRef(label));
+            $as().loop((as) => as.break(label), label).execute();
+        }
+        setImmediate(() => {
+            for (let i = 0; i < 5; ++i) {
+                $as().add((as) => {}).execute(); // the last ends are forgotten at a later call
+            }
+            global.gc();
+            setImmediate(() => {
+                global.gc();
+                console.log(refs.map((r) => r.deref() === undefined).join(','));
+            });
+        });
+    `;
+    const res = require('child_process').spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.strictEqual(res.stdout.trim(), 'true,true,true');
 });
 
 test('repeat() takes a BigInt, a boolean, null and the empty string as `i >= count` does', T, async () => {
