@@ -51,9 +51,10 @@ export function binary(as: $as.AsyncSteps | $as.AsyncStepProtector | $as.Paralle
 /**
  * A JS AsyncSteps over any provider's FutoInAsyncSteps* (a root, or a step
  * inside its callback): JS steps added to it run inside that flow. The
- * caller keeps the pointer valid while the view is used.
+ * caller keeps the pointer valid while the view is used. The address
+ * binary() gave for a futoin-polyglot root wraps to that very root.
  */
-export function wrap(address: Address): WrappedSteps;
+export function wrap(address: Address): WrappedSteps | $as.AsyncSteps;
 
 /** Whether the FutoInAsyncSteps* was made by this core. */
 export function isNative(address: Address): boolean;

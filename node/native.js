@@ -71,7 +71,34 @@ const binary = (as) => {
     if (as === null || typeof as !== 'object' || !('_h' in as)) {
         throw new TypeError('binary() expects a futoin-polyglot AsyncSteps');
     }
-    return N.binary(typeof as._binary === 'function' ? as._binary() : as._h);
+    const a = N.binary(typeof as._binary === 'function' ? as._binary() : as._h);
+    if (as instanceof AsyncSteps && !as._foreign && EXPORTED.get(a)?.deref() !== as) {
+        EXPORTED.set(a, new WeakRef(as));
+        unexport.register(as, a);
+    }
+    return a;
+};
+
+/* the JS roots binary() gave out, by address: wrap() of one is that root
+ * (a second view of it would run its steps without it) */
+const EXPORTED = new Map();
+const unexport = new FinalizationRegistry((a) => {
+    if (EXPORTED.get(a)?.deref() === undefined) {
+        EXPORTED.delete(a);
+    }
+});
+
+/* the live JS root at address a, if binary() gave it out */
+const exportedRoot = (a) => {
+    const root = EXPORTED.get(a)?.deref();
+    if (root === undefined) {
+        return undefined;
+    }
+    try {
+        return N.binary(root._h) === a ? root : undefined;
+    } catch (e) {
+        return undefined; // its C root is gone
+    }
 };
 
 /**
@@ -85,6 +112,10 @@ const wrap = (addr) => {
     const a = address(addr, 'wrap()');
     if (!mayBeObject(a)) {
         throw new TypeError(`wrap(): 0x${a.toString(16)} is no FutoInAsyncSteps address`);
+    }
+    const root = exportedRoot(a);
+    if (root !== undefined) {
+        return root;
     }
     const w = new WrappedSteps();
     w._h = N.wrap(w, a);

@@ -553,6 +553,18 @@ if (isPolyglot) {
         assert.strictEqual(typeof native.binary($as()), 'bigint');
     });
 
+    test('wrap() of a JS root\'s binary() is that root: executed through it, its steps run', T, async () => {
+        // an internal TypeError came out of execute() and no step ran
+        const seen = [];
+        const r = $as();
+        r.add((as) => seen.push('first'));
+        const w = native.wrap(native.binary(r));
+        assert.strictEqual(w, r);
+        w.add((as) => seen.push('added through wrap'));
+        await new Promise((resolve) => w.add((as) => resolve()).execute());
+        assert.deepStrictEqual(seen, ['first', 'added through wrap']);
+    });
+
     test('native argument errors', () => {
         assert.throws(() => native.cstep(lib, 'no_such_symbol'));
         assert.throws(() => native.cstep(path.join(path.dirname(lib), 'missing.so'), 't_double'));
