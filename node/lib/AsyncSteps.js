@@ -477,6 +477,16 @@ const errorsNow = (root) => {
     }
 };
 
+/* a thrown value for a message: its stack, else itself as a string, even
+ * when reading or converting it throws */
+const describe = (e) => {
+    try {
+        return String((e && e.stack) || e);
+    } catch (x) {
+        return typeof e === 'object' ? '[object]' : typeof e;
+    }
+};
+
 /* any value as a string, even one whose conversion throws */
 const codeString = (v) => {
     try {
@@ -486,10 +496,19 @@ const codeString = (v) => {
     }
 };
 
-/* the code of a thrown value: an Error's message, else the value as a string */
+/* the code of a thrown value: an Error's message, else the value as a
+ * string (also when reading its message throws: a getter, a Proxy) */
 const errorCode = (e) => {
-    if (e !== null && typeof e === 'object' && typeof e.message === 'string') {
-        return e.message;
+    if (e !== null && typeof e === 'object') {
+        let m;
+        try {
+            m = e.message;
+        } catch (x) {
+            m = undefined;
+        }
+        if (typeof m === 'string') {
+            return m;
+        }
     }
     return codeString(e);
 };
@@ -2181,7 +2200,7 @@ const onCancel = (r, h, k, code, info) => {
         }
     } catch (e) {
         // a cancel handler cannot fail the flow any more
-        process.emitWarning(`futoin-polyglot: exception in a cancel handler: ${(e && e.stack) || e}`);
+        process.emitWarning(`futoin-polyglot: exception in a cancel handler: ${describe(e)}`);
     }
     return 0;
 };

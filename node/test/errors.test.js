@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, onTestTool, deferred, T } = require('./helpers');
+const { $as, isPolyglot, runFlow, onTestTool, deferred, T } = require('./helpers');
 
 test('as.error(code, info): the handler gets the code, error_info and last_exception', T, async () => {
     const seen = [];
@@ -782,3 +782,47 @@ test('root.error() while the flow waits inside a parallel branch fails the paral
     await done.promise;
     assert.deepStrictEqual(seen, ['Hpar EXT', 'cancel outer', 'Hstep EXT ext info']);
 });
+
+if (isPolyglot) {
+    // futoin-asyncsteps lets these exceptions out of cancel()
+    test('an exception of a cancel handler becomes a process warning, whatever its value', T, async () => {
+        const warnings = [];
+        const onWarning = (w) => warnings.push(w.message);
+        process.on('warning', onWarning);
+        try {
+            for (const thrown of [Symbol('sym'), { get stack() { throw new Error('stack getter'); } }, new Error('plain')]) {
+                const r = $as();
+                r.add((as) => {
+                    as.setCancel(() => {
+                        throw thrown;
+                    });
+                });
+                r.execute();
+                r.cancel();
+            }
+            await new Promise((resolve) => setImmediate(resolve));
+        } finally {
+            process.off('warning', onWarning);
+        }
+        assert.strictEqual(warnings.length, 3, warnings.join('; '));
+        assert.match(warnings[0], /cancel handler: Symbol\(sym\)/);
+        assert.match(warnings[1], /cancel handler: \[object\]/);
+        assert.match(warnings[2], /cancel handler: Error: plain/);
+    });
+
+    // futoin-asyncsteps lets the getter's exception out of execute()
+    test('a thrown object whose message getter throws still fails the flow (its own string as the code)', T, async () => {
+        const evil = {
+            get message() {
+                throw new Error('message getter');
+            },
+        };
+        const r = await runFlow((as) => {
+            as.add((as) => {
+                throw evil;
+            });
+        });
+        assert.strictEqual(r.err, '[object Object]');
+        assert.strictEqual(r.state.last_exception, evil);
+    });
+}
