@@ -184,6 +184,24 @@ void c_careless(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->success(bsi, &out);
 }
 
+void c_careless_str(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    static const FutoInType k_s8 = {FTN_TYPE_STRING, NULL};
+    static const FutoInType k_s16 = {FTN_TYPE_STRING16, NULL};
+    static const FutoInType k_s32 = {FTN_TYPE_STRING32, NULL};
+    FutoInArgs out;
+    memset(&out, 0, sizeof(out));
+    out.arg0.type = &k_s8;
+    out.arg0.length = 5;
+    out.arg1.type = &k_s16;
+    out.arg1.length = 5;
+    out.arg2.type = &k_s32;
+    out.arg2.length = 5;
+    bsi->api->success(bsi, &out);
+}
+
 /* called through ctypes with a root's binary(): C cancels it */
 void c_cancel(FutoInAsyncSteps* bsi)
 {
@@ -287,6 +305,8 @@ def test_c_step_int32_reaches_python_as_int(virtual_tool):
 def test_c_arrays_without_memory_come_as_zeros_and_any_nonzero_byte_is_true(virtual_tool):
     # a NULL pointer with a length crashed (int arrays) or gave uninitialised bytes
     assert received_from(virtual_tool, "c_careless") == (b"\0\0\0\0", [0, 0, 0, 0], [True, False, True])
+    # strings without memory: empty (a length with a NULL pointer was read past "")
+    assert received_from(virtual_tool, "c_careless_str") == ("", "", "")
 
 
 def test_c_step_from_a_ctypes_function(virtual_tool):

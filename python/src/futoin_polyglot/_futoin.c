@@ -285,13 +285,15 @@ static PyObject* value_to_py(const FutoInBinaryValue* v)
     case FTN_TYPE_UINT64: return PyLong_FromUnsignedLongLong(v->u64);
     case FTN_TYPE_FLOAT: return PyFloat_FromDouble(v->f);
     case FTN_TYPE_DOUBLE: return PyFloat_FromDouble(v->d);
-    case FTN_TYPE_STRING: return PyUnicode_DecodeUTF8(v->cstr ? v->cstr : "", v->length, "replace");
+    /* a string without memory is empty, whatever its length says */
+    case FTN_TYPE_STRING: return PyUnicode_DecodeUTF8(v->cstr ? v->cstr : "", v->cstr ? v->length : 0, "replace");
     case FTN_TYPE_STRING16: {
         int order = 0;
-        return PyUnicode_DecodeUTF16((const char*)v->cstr16, (Py_ssize_t)v->length * 2, "replace", &order);
+        return PyUnicode_DecodeUTF16(v->cstr16 ? (const char*)v->cstr16 : "", v->cstr16 ? (Py_ssize_t)v->length * 2 : 0,
+                                     "replace", &order);
     }
     case FTN_TYPE_STRING32:
-        return str32_of(v->cstr32 ? v->cstr32 : U"", v->length);
+        return str32_of(v->cstr32 ? v->cstr32 : U"", v->cstr32 ? v->length : 0);
     default:
         /* another runtime's object: its address (valid while its owner keeps it) */
         if (!v->p) {
