@@ -474,10 +474,10 @@ napi_value jv_from_value(napi_env env, const FutoInBinaryValue* v)
             if (napi_create_array_with_length(env, v->length, &r) != napi_ok) {
                 return NULL;
             }
-            const unsigned char* b = v->p; /* any byte from C: not 0 is true */
-            for (uint32_t j = 0; b && j < v->length; ++j) {
+            const unsigned char* b = v->p; /* any byte from C: not 0 is true; no memory: false */
+            for (uint32_t j = 0; j < v->length; ++j) {
                 napi_value x;
-                napi_get_boolean(env, b[j] != 0, &x);
+                napi_get_boolean(env, b && b[j] != 0, &x);
                 napi_set_element(env, r, j, x);
             }
             return r;

@@ -209,6 +209,9 @@ API void t_careless(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     out.arg1.type = &k_boola;
     out.arg1.p = k_bools;
     out.arg1.length = 3;
+    out.arg2.type = &k_boola;
+    out.arg2.p = NULL;
+    out.arg2.length = 2;
     bsi->api->success(bsi, &out);
 }
 `;
@@ -247,10 +250,10 @@ if (isPolyglot) {
     test('a C step\'s array without memory comes as zeros, its booleans as any byte not 0', T, async () => {
         const r = await runFlow((as) => {
             as.add(native.cstep(lib, 't_careless'));
-            as.add((as, bytes, bools) => as.success(Buffer.isBuffer(bytes) ? [...bytes] : bytes, bools));
+            as.add((as, bytes, bools, none) => as.success(Buffer.isBuffer(bytes) ? [...bytes] : bytes, bools, none));
         });
         assert.strictEqual(r.err, null);
-        assert.deepStrictEqual(r.args, [[0, 0, 0, 0], [true, false, true]]);
+        assert.deepStrictEqual(r.args, [[0, 0, 0, 0], [true, false, true], [false, false]]);
     });
 
     test('a C step between JS steps: numbers in and out', T, async () => {
