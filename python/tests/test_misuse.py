@@ -641,3 +641,127 @@ def test_root_level_add_from_outside_fails_the_waiting_flow(virtual_tool):
     virtual_tool.run()
     assert seen == [("InternalError", "Top level add in execution"), ("unhandled", "InternalError")]
     root.add(noop)  # idle again: steps for its next run
+
+
+# ---- found by misuse fuzzing: memory safety of odd objects ----
+
+def test_partial_subclass_whose_func_is_made_on_each_read(virtual_tool):
+    # arity_of() kept using `func` after dropping the only reference to it
+    import functools
+
+    class P(functools.partial):
+        @property
+        def func(self):
+            def fresh(as_, a, b, c):
+                pass
+            return fresh
+
+    got = []
+    root = AsyncSteps(virtual_tool)
+    root.add(P(lambda as_, *values: as_.success(len(values))))
+    root.add(lambda as_, n: got.append(n))
+    root.run()
+    assert got == [3]  # the arity of what `func` says: three values
+
+
+def test_the_reused_step_view_is_not_reachable_through_gc(virtual_tool):
+    # a finished view kept for reuse had no tool: repr() dereferenced NULL
+    import gc
+    from futoin_polyglot import AsyncStepsBase
+    AsyncSteps(virtual_tool).add(lambda as_: as_.success()).run()
+    for o in gc.get_objects():
+        if isinstance(o, AsyncStepsBase):
+            repr(o)
+            o._tool  # noqa: B018 (a property read is the check)
+
+
+def test_a_weakref_to_a_view_found_through_gc_stays(virtual_tool):
+    # reuse of the spare view dropped the weak references made to it
+    import gc
+    import weakref
+    from futoin_polyglot import AsyncStepsBase
+    AsyncSteps(virtual_tool).add(lambda as_: as_.success()).run()
+    found = [o for o in gc.get_objects() if isinstance(o, AsyncStepsBase)]
+    refs = [weakref.ref(o) for o in found]
+    AsyncSteps(virtual_tool).add(lambda as_: as_.success()).run()
+    assert [weakref.getweakrefcount(o) for o in found] == [1] * len(found)
+    del refs
+
+
+def test_a_step_handle_cannot_be_copied_and_releases_once(virtual_tool):
+    # a copy shared the handle: the second release read the freed step at address 1
+    import copy
+    from futoin_polyglot import StepHandle
+    h = StepHandle(lambda as_: None)
+    with pytest.raises(TypeError, match="cannot be copied"):
+        copy.copy(h)
+    h.close()
+    h.close()
+
+
+def test_an_isync_whose_sync_capsule_is_fresh_on_each_read(virtual_tool):
+    # sync_of() dropped the capsule (the only reference to the core object)
+    # before the flow used the FutoInSync* inside it
+    class S:
+        def lock(self, as_):
+            pass
+
+        def unlock(self, as_):
+            pass
+
+        @property
+        def _sync(self):
+            return Mutex(tool=virtual_tool)._sync
+
+    got = []
+    root = AsyncSteps(virtual_tool)
+    root.sync(S(), lambda as_: as_.success("in"))
+    root.add(lambda as_, v: got.append(v))
+    root.run()
+    assert got == ["in"]
+
+
+def test_a_cycle_through_a_cstep_is_collected():
+    import gc
+    import weakref
+
+    class Holder:
+        pass
+
+    h = Holder()
+    w = weakref.ref(h)
+    h.step = CStep(0x1000, keep=h)
+    del h
+    gc.collect()
+    assert w() is None
+
+
+def test_set_cancel_refuses_a_coroutine_function(virtual_tool):
+    async def on_cancel(as_):
+        pass
+
+    seen = []
+
+    def step(as_):
+        try:
+            as_.set_cancel(on_cancel)
+        except TypeError as e:
+            seen.append(str(e))
+        as_.success()
+
+    AsyncSteps(virtual_tool).add(step).run()
+    assert len(seen) == 1 and "async" in seen[0]
+
+
+def test_tool_callbacks_refuse_a_coroutine_function(virtual_tool):
+    async def later():
+        pass
+
+    for schedule in (lambda: virtual_tool.immediate(later), lambda: virtual_tool.deferred(5, later)):
+        with pytest.raises(TypeError, match="async def"):
+            schedule()
+
+
+def test_address_errors_name_the_address():
+    with pytest.raises(ValueError, match=r"^0x10000 "):
+        wrap(0x10000)

@@ -637,6 +637,15 @@ class StepHandle:
     def __del__(self):
         self.close()
 
+    def __copy__(self):
+        raise TypeError("a StepHandle cannot be copied: C code holds its one address")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce__(self):
+        self.__copy__()
+
 
 # ---- synchronization ----
 

@@ -397,6 +397,8 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     StepsObject* v = g_spare_view;
     if (v && Py_TYPE(v) == (g_ViewType ? g_ViewType : &StepsType)) {
         g_spare_view = NULL;
+        Py_CLEAR(v->tool);
+        PyObject_GC_Track(v); /* untracked while spare: gc.get_objects() never saw it */
     } else {
         PyTypeObject* type = g_ViewType ? g_ViewType : &StepsType;
         v = (StepsObject*)type->tp_alloc(type, 0);
@@ -476,7 +478,11 @@ static void view_release(StepsObject* v)
     if (Py_REFCNT(v) == 1) {
         if (!g_spare_view && !v->owns && !v->model && !v->weakrefs) {
             v->bsi = NULL;
-            Py_CLEAR(v->tool);
+            Py_INCREF(Py_None);
+            Py_SETREF(v->tool, Py_None);
+            /* out of the collector's sight, so no one finds it (and makes a
+             * weak reference to it) before it is handed out again */
+            PyObject_GC_UnTrack(v);
             g_spare_view = v;
             return;
         }
@@ -616,8 +622,11 @@ static void arity_of(PyObject* func, int skip, int* nargs, int* nreq)
     }
     PyObject* f = func;
     int bound = 0;
-    /* through bound methods, functools.partial and an object's __call__
-     * (the partial and the type keep what is looked up alive) */
+    /* through bound methods, functools.partial and an object's __call__;
+     * what is looked up is held until the end (a partial subclass may make
+     * its `func` anew on each read) */
+    PyObject* held[8];
+    int nheld = 0;
     for (int hop = 0; hop < 8 && !PyFunction_Check(f); ++hop) {
         if (PyMethod_Check(f)) {
             f = PyMethod_GET_FUNCTION(f);
@@ -628,36 +637,41 @@ static void arity_of(PyObject* func, int skip, int* nargs, int* nreq)
             PyObject* kw = PyObject_GetAttrString(f, "keywords");
             int plain = inner && pargs && PyTuple_Check(pargs) && kw && PyDict_Check(kw) && !PyDict_GET_SIZE(kw);
             bound += plain ? (int)PyTuple_GET_SIZE(pargs) : 0;
-            Py_XDECREF(inner);
             Py_XDECREF(pargs);
             Py_XDECREF(kw);
             PyErr_Clear();
             if (!plain) {
-                return; /* keywords may bind positional parameters: take all values */
+                Py_XDECREF(inner);
+                goto done; /* keywords may bind positional parameters: take all values */
             }
+            held[nheld++] = inner;
             f = inner;
         } else {
             PyObject* call = own_call(f);
             if (!call) {
-                return;
+                goto done;
             }
+            Py_INCREF(call); /* its class may lose it meanwhile */
+            held[nheld++] = call;
             f = call;
             bound += 1;
         }
     }
-    if (!PyFunction_Check(f)) {
-        return;
+    if (PyFunction_Check(f)) {
+        PyCodeObject* code = (PyCodeObject*)PyFunction_GET_CODE(f);
+        if (!(code->co_flags & CO_VARARGS)) {
+            PyObject* defaults = PyFunction_GET_DEFAULTS(f);
+            int ndef = defaults ? (int)PyTuple_GET_SIZE(defaults) : 0;
+            int total = code->co_argcount - bound - skip;
+            *nargs = total < 0 ? 0 : total;
+            int req = code->co_argcount - ndef - bound - skip;
+            *nreq = req < 0 ? 0 : req;
+        }
     }
-    PyCodeObject* code = (PyCodeObject*)PyFunction_GET_CODE(f);
-    if (code->co_flags & CO_VARARGS) {
-        return;
+done:
+    while (nheld > 0) {
+        Py_DECREF(held[--nheld]);
     }
-    PyObject* defaults = PyFunction_GET_DEFAULTS(f);
-    int ndef = defaults ? (int)PyTuple_GET_SIZE(defaults) : 0;
-    int total = code->co_argcount - bound - skip;
-    *nargs = total < 0 ? 0 : total;
-    int req = code->co_argcount - ndef - bound - skip;
-    *nreq = req < 0 ? 0 : req;
 }
 
 static pyfrag* pyfrag_new(StepsObject* self, FutoInAsyncSteps* owner, PyObject* func, PyObject* onerror, PyObject* tool)
@@ -1647,6 +1661,10 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
         PyErr_SetString(PyExc_TypeError, "cancel handler must be callable");
         return NULL;
     }
+    if (is_async_def(func)) {
+        PyErr_SetString(PyExc_TypeError, "cancel handler is an async def: the engine never awaits it");
+        return NULL;
+    }
     if (check_step(self, "set_cancel()")) {
         return NULL;
     }
@@ -1870,6 +1888,17 @@ static FutoInSync* sync_of(PyObject* obj, PyObject** hold)
     PyObject* core = PyObject_GetAttrString(obj, "_sync");
     if (core && PyCapsule_IsValid(core, "futoin.core_sync")) {
         FutoInSync* s = PyCapsule_GetPointer(core, "futoin.core_sync");
+        if (hold) {
+            *hold = core; /* the capsule owns the core object: kept while C uses it */
+            return s;
+        }
+        if (Py_REFCNT(core) == 1) {
+            /* made anew on this read: nothing would keep what C is handed */
+            Py_DECREF(core);
+            PyErr_Format(PyExc_TypeError, "the _sync of a %.100s is made anew on each read: nothing keeps it for C code",
+                         Py_TYPE(obj)->tp_name);
+            return NULL;
+        }
         Py_DECREF(core);
         return s;
     }
@@ -2579,8 +2608,9 @@ static PyObject* Steps_get_model(StepsObject* self, void* closure)
 static PyObject* Steps_get_tool(StepsObject* self, void* closure)
 {
     (void)closure;
-    Py_INCREF(self->tool);
-    return self->tool;
+    PyObject* t = self->tool ? self->tool : Py_None;
+    Py_INCREF(t);
+    return t;
 }
 
 static PyObject* Steps_get_in_callback(StepsObject* self, void* closure)
@@ -2859,13 +2889,32 @@ static int CStep_init(CStepObject* self, PyObject* args, PyObject* kw)
     return 0;
 }
 
-static void CStep_dealloc(CStepObject* self)
+/* a CStep takes part in cycles (keep= an object that refers back, its
+ * attributes): the collector sees what it holds */
+static int CStep_traverse(CStepObject* self, visitproc visit, void* arg)
 {
-    Py_XDECREF(self->keep);
+    Py_VISIT(self->keep);
+    PyObject** dictptr = _PyObject_GetDictPtr((PyObject*)self);
+    if (dictptr) {
+        Py_VISIT(*dictptr);
+    }
+    return 0;
+}
+
+static int CStep_clear(CStepObject* self)
+{
+    Py_CLEAR(self->keep);
     PyObject** dictptr = _PyObject_GetDictPtr((PyObject*)self);
     if (dictptr) {
         Py_CLEAR(*dictptr);
     }
+    return 0;
+}
+
+static void CStep_dealloc(CStepObject* self)
+{
+    PyObject_GC_UnTrack(self);
+    CStep_clear(self);
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -2889,10 +2938,12 @@ typedef struct
 static PyTypeObject CStepType = {
         PyVarObject_HEAD_INIT(NULL, 0).tp_name = "futoin_polyglot._futoin.CStep",
         .tp_basicsize = sizeof(CStepLayout),
-        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
         .tp_new = PyType_GenericNew,
         .tp_init = (initproc)CStep_init,
         .tp_dealloc = (destructor)CStep_dealloc,
+        .tp_traverse = (traverseproc)CStep_traverse,
+        .tp_clear = (inquiry)CStep_clear,
         .tp_call = (ternaryfunc)CStep_call,
         .tp_dictoffset = offsetof(CStepLayout, dict),
         .tp_doc = "CStep(address, data=None, keep=None, onerror=None): a C function with the FTN12 "
@@ -3253,6 +3304,9 @@ static PyObject* tool_schedule(ToolObject* self, int64_t delay_ms, PyObject* fun
     if (!PyCallable_Check(func)) {
         return PyErr_Format(PyExc_TypeError, "%s() expects a callable, not %.100s", what, Py_TYPE(func)->tp_name);
     }
+    if (is_async_def(func)) {
+        return PyErr_Format(PyExc_TypeError, "%s() got an async def: the tool never awaits it", what);
+    }
     FutoInAsyncSteps* sched = tool_sched(self, what);
     if (!sched) {
         return NULL;
@@ -3492,14 +3546,18 @@ static void* steps_address(PyObject* addr)
         PyErr_SetString(PyExc_ValueError, "a NULL FutoInAsyncSteps*");
         return NULL;
     }
+    /* (PyErr_Format() knows no %llx) */
+    char msg[96];
     if (bad || (unsigned long long)(uintptr_t)a != a) {
-        PyErr_Format(PyExc_ValueError, "0x%llx is no FutoInAsyncSteps address", a);
+        snprintf(msg, sizeof(msg), "0x%llx is no FutoInAsyncSteps address", a);
+        PyErr_SetString(PyExc_ValueError, msg);
         return NULL;
     }
     /* the api pointer read through the kernel: memory that is not mapped is
      * an error here, not a crash when it is read */
     if (!mem_readable((void*)(uintptr_t)a, sizeof(FutoInAsyncSteps))) {
-        PyErr_Format(PyExc_ValueError, "0x%llx is no FutoInAsyncSteps address: not readable memory", a);
+        snprintf(msg, sizeof(msg), "0x%llx is no FutoInAsyncSteps address: not readable memory", a);
+        PyErr_SetString(PyExc_ValueError, msg);
         return NULL;
     }
     return (void*)(uintptr_t)a;
@@ -3724,7 +3782,7 @@ static PyObject* mod_release_step_handle(PyObject* m, PyObject* cap)
     if (!f) {
         return NULL;
     }
-    if (f->func) {
+    if (f != (void*)1 && f->func) { /* 1: released already (through another holder of the capsule) */
         Py_CLEAR(f->func);
         Py_CLEAR(f->tool);
         PyMem_Free(f);
