@@ -386,6 +386,34 @@ static void root_used_by_its_cleanup_while_freed(void** s)
     r3->api->free(r3);
 }
 
+/* the cancelled hook may free its root; calls on it after that are refused
+ * (an execute() was taken, the deferred free cancelled that run, the hook
+ * ran again: futoin_tool_run() never returned) */
+static int g_hook_runs;
+
+static void free_then_reuse_hook(FutoInAsyncSteps* root, void* data)
+{
+    (void)data;
+    ++g_hook_runs;
+    root->api->free(root);
+    root->api->add(root, NULL, f_noop, NULL);
+    root->api->execute(root, NULL, NULL);
+}
+
+static void root_reused_after_free_in_its_cancelled_hook(void** s)
+{
+    (void)s;
+    FutoInAsyncSteps* r = futoin_steps_new(g_fx.tool);
+    futoin_steps_set_cancelled(r, free_then_reuse_hook, NULL);
+    r->api->add(r, NULL, f_wait, NULL);
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_run(g_fx.tool);
+    g_hook_runs = 0;
+    r->api->cancel(r);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_int_equal(g_hook_runs, 1);
+}
+
 static void trace_cleanup(void* ptr)
 {
     (void)ptr;
@@ -562,6 +590,7 @@ int main(void)
             T(root_freed_inside_step_cancels_flow),
             T(root_cancelled_inside_step),
             T(root_used_by_its_cleanup_while_freed),
+            T(root_reused_after_free_in_its_cancelled_hook),
             T(sync_without_api),
             T(outer_step_calls_fail_the_running_sub_step),
     };

@@ -371,6 +371,13 @@ static void api_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_erro
         feng_misuse(s, "execute() on a step that is not a root");
         return;
     }
+    if (s->flow->flags & FL_FREE_REQ) {
+        /* free() inside one of its callbacks takes effect as that returns:
+         * a run started now would be cancelled by it, its hooks could
+         * start another, and so on for ever */
+        report("execute()", "the root was freed");
+        return;
+    }
     feng_execute(s->flow, data, eh);
 }
 
