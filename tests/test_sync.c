@@ -1259,6 +1259,77 @@ static void throttle_freed_while_in_use_lives_until_unused(void** state)
                             "A+0|cancel:A|A:cancelled|cancel:C|cancel:B|cancel:E|D+1000|D-1000");
 }
 
+/* A provider wrapping a built-in calls its lock()/unlock() directly (no
+ * addSync() step names it): freed while one flow holds it and another
+ * waits in its queue, it still lives until both are done (the waiter's
+ * cancel wrote into the freed queue) */
+static FutoInSync* g_direct;
+
+static void direct_lock(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    trace("lock:%s", (const char*)data);
+    g_direct->api->lock(bsi, g_direct);
+}
+
+static void direct_hold(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    trace("in:%s", (const char*)data);
+    bsi->api->waitExternal(bsi);
+}
+
+static void direct_unlock(FutoInAsyncSteps* bsi, void* data)
+{
+    trace("unlock:%s", (const char*)data);
+    g_direct->api->unlock(bsi, g_direct);
+}
+
+static void direct_user(FutoInAsyncSteps* root, const char* name)
+{
+    root->api->add(root, (void*)name, direct_lock, NULL);
+    root->api->add(root, (void*)name, direct_hold, NULL);
+    root->api->execute(root, NULL, NULL);
+}
+
+static void direct_hold_cancel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bsi->api->setCancel(bsi, data, direct_unlock);
+    direct_hold(bsi, data, args);
+}
+
+static void sync_freed_with_direct_users(FutoInSync* sync, const char* expected)
+{
+    g_direct = sync;
+    FutoInAsyncSteps* a = futoin_steps_new(g_fx.tool);
+    FutoInAsyncSteps* b = futoin_steps_new(g_fx.tool);
+    a->api->add(a, "A", direct_lock, NULL);
+    a->api->add(a, "A", direct_hold_cancel, NULL);
+    a->api->execute(a, NULL, NULL);
+    direct_user(b, "B");
+    futoin_tool_iterate(g_fx.tool, 0);
+    futoin_sync_free(sync);
+    b->api->cancel(b); /* leaves the queue of the freed object */
+    a->api->cancel(a); /* its cancel handler unlocks the freed object */
+    futoin_tool_run(g_fx.tool);
+    assert_trace(expected);
+    a->api->free(a);
+    b->api->free(b);
+}
+
+static void mutex_freed_with_direct_users_lives_until_they_leave(void** state)
+{
+    (void)state;
+    sync_freed_with_direct_users(futoin_mutex_new(g_fx.tool, 1, FUTOIN_UNLIMITED), "lock:A|in:A|lock:B|unlock:A");
+}
+
+static void limiter_freed_with_direct_users_lives_until_they_leave(void** state)
+{
+    (void)state;
+    sync_freed_with_direct_users(limiter_new(1, 4, 100, 1000, 0), "lock:A|in:A|lock:B|unlock:A");
+}
+
 /* futoin_sync_free() of a FutoInSync of another provider reads nothing but
  * its api (it read the kind field of a built-in one past the end) */
 static void sync_free_foreign_reads_only_api(void** state)
@@ -1326,6 +1397,8 @@ int main(void)
             T(mutex_freed_while_in_use_lives_until_unused),
             T(limiter_freed_while_in_use_lives_until_unused),
             T(throttle_freed_while_in_use_lives_until_unused),
+            T(mutex_freed_with_direct_users_lives_until_they_leave),
+            T(limiter_freed_with_direct_users_lives_until_they_leave),
             T(sync_free_foreign_reads_only_api),
             T(sync_free_null),
     };

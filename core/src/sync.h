@@ -52,12 +52,18 @@ typedef struct fsync_base
     int dying;
     uint32_t users;
     FutoInAsyncTool* tool; /* a standalone object's (not one inside a limiter) */
+    struct fsync_base* outer; /* a part of a limiter: that limiter */
 } fsync_base;
 
 /* the built-in primitive behind `sync`, NULL for one of another provider */
 FTN_HIDDEN fsync_base* fsync_builtin(FutoInSync* sync);
 FTN_HIDDEN void fsync_use(FutoInSync* sync);
 FTN_HIDDEN void fsync_unuse(FutoInSync* sync);
+/* Flows also use a primitive through its lock()/unlock() called directly (a
+ * provider wrapping a built-in one): one freed while flows hold it or wait
+ * in its queue goes when the last of them leaves, which calls this (for a
+ * part of a limiter, on the limiter). */
+FTN_HIDDEN void fsync_reap(fsync_base* b);
 
 typedef struct fowner
 {
@@ -121,5 +127,7 @@ FTN_HIDDEN void fthrottle_stats(const fthrottle* t, FutoInSyncStats* stats);
 FTN_HIDDEN void flimiter_stats(const FutoInSync* sync, FutoInSyncStats* stats);
 FTN_HIDDEN void flimiter_destroy(FutoInSync* sync);
 FTN_HIDDEN int flimiter_timer_pending(const FutoInSync* sync);
+FTN_HIDDEN int flimiter_idle(const FutoInSync* sync);
+FTN_HIDDEN int fmutex_idle(const fmutex* m);
 
 #endif

@@ -51,6 +51,7 @@ static void lim_lock_cancel(FutoInAsyncSteps* bsi, void* data)
     if (a->held) {
         a->held = 0;
         fmutex_release(&a->lim->mutex, bsi->api->rootId(bsi));
+        fsync_reap(&a->lim->b);
     }
 }
 
@@ -72,6 +73,7 @@ static void lim_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 {
     flimiter* l = (flimiter*)sync;
     fmutex_release(&l->mutex, bsi->api->rootId(bsi));
+    fsync_reap(&l->b);
 }
 
 const FutoInSyncAPI flimiter_api = {{{lim_lock, lim_unlock}}};
@@ -110,6 +112,8 @@ FutoInSync* futoin_limiter_new(FutoInAsyncTool* tool, const FutoInLimiterOptions
     l->b.kind = FSYNC_LIMITER;
     fmutex_init(&l->mutex, tool, o.concurrent, o.max_queue);
     fthrottle_init(&l->throttle, tool, o.rate, o.period_ms, o.burst);
+    l->mutex.b.outer = &l->b;
+    l->throttle.b.outer = &l->b;
     l->b.tool = tool;
     ftool_hold(tool);
     return &l->b.iface;
@@ -121,6 +125,12 @@ void flimiter_destroy(FutoInSync* sync)
     fmutex_destroy(&l->mutex);
     fthrottle_destroy(&l->throttle);
     ftn_free(l);
+}
+
+int flimiter_idle(const FutoInSync* sync)
+{
+    const flimiter* l = (const flimiter*)sync;
+    return fmutex_idle(&l->mutex) && l->throttle.queue.len == 0;
 }
 
 int flimiter_timer_pending(const FutoInSync* sync)

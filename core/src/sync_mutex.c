@@ -109,6 +109,11 @@ int fmutex_try(fmutex* m, ptrdiff_t rid)
     return m->nowners < m->max && !m->queue.head && owner_add(m, rid) == 0;
 }
 
+int fmutex_idle(const fmutex* m)
+{
+    return m->nowners == 0 && m->queue.len == 0;
+}
+
 static void mutex_cancel(FutoInAsyncSteps* bsi, void* data)
 {
     (void)bsi;
@@ -122,6 +127,7 @@ static void mutex_cancel(FutoInAsyncSteps* bsi, void* data)
     } else {
         fwaitq_remove(&m->queue, w);
     }
+    fsync_reap(&m->b);
 }
 
 void fmutex_lock_held(FutoInAsyncSteps* bsi, FutoInSync* sync, int* held)
@@ -157,5 +163,7 @@ void fmutex_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 
 void fmutex_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 {
-    fmutex_release((fmutex*)sync, bsi->api->rootId(bsi));
+    fmutex* m = (fmutex*)sync;
+    fmutex_release(m, bsi->api->rootId(bsi));
+    fsync_reap(&m->b);
 }

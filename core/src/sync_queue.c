@@ -126,11 +126,32 @@ void fsync_use(FutoInSync* sync)
     }
 }
 
+/* no flow holds it or waits in its queue (a throttle's period timer alone
+ * keeps nothing: it stops with the object) */
+static int fsync_idle(const fsync_base* b)
+{
+    switch (b->kind) {
+    case FSYNC_MUTEX: return fmutex_idle((const fmutex*)b);
+    case FSYNC_THROTTLE: return ((const fthrottle*)b)->queue.len == 0;
+    default: return flimiter_idle(&b->iface);
+    }
+}
+
+void fsync_reap(fsync_base* b)
+{
+    if (b->outer) {
+        b = b->outer;
+    }
+    if (b->dying && !b->users && fsync_idle(b)) {
+        fsync_destroy(b);
+    }
+}
+
 void fsync_unuse(FutoInSync* sync)
 {
     fsync_base* b = fsync_builtin(sync);
-    if (b && --b->users == 0 && b->dying) {
-        fsync_destroy(b);
+    if (b && --b->users == 0) {
+        fsync_reap(b);
     }
 }
 
@@ -142,7 +163,7 @@ void futoin_sync_free(FutoInSync* sync)
     fsync_base* b = fsync_builtin(sync);
     if (!b) {
         fprintf(stderr, "futoin: futoin_sync_free(): not a sync object of this library (ignored)\n");
-    } else if (b->users) {
+    } else if (b->users || !fsync_idle(b)) {
         b->dying = 1;
     } else {
         fsync_destroy(b);

@@ -69,13 +69,16 @@ static void throttle_period(void* data)
     if (t->count || t->queue.head) {
         throttle_arm(t);
     }
+    fsync_reap(&t->b);
 }
 
 static void throttle_cancel(FutoInAsyncSteps* bsi, void* data)
 {
     (void)bsi;
     fwaiter* w = data;
-    fwaitq_remove(&((fthrottle*)w->owner)->queue, w);
+    fthrottle* t = w->owner;
+    fwaitq_remove(&t->queue, w);
+    fsync_reap(&t->b);
 }
 
 void fthrottle_stats(const fthrottle* t, FutoInSyncStats* stats)
