@@ -1330,6 +1330,43 @@ static void limiter_freed_with_direct_users_lives_until_they_leave(void** state)
     sync_freed_with_direct_users(limiter_new(1, 4, 100, 1000, 0), "lock:A|in:A|lock:B|unlock:A");
 }
 
+/* rootId() is unique in the process, not per tool: a Mutex shared by flows
+ * of two tools took the first root of the second tool for a re-entry of
+ * the first root of the first (both had id 1) and let both in */
+static void hold_inside(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    trace("in:%s", (const char*)data);
+    bsi->api->waitExternal(bsi);
+}
+
+static void mutex_shared_by_flows_of_two_tools(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t1 = futoin_tool_new();
+    FutoInAsyncTool* t2 = futoin_tool_new();
+    FutoInSync* m = futoin_mutex_new(t1, 1, FUTOIN_UNLIMITED);
+    FutoInAsyncSteps* a = futoin_steps_new(t1);
+    FutoInAsyncSteps* b = futoin_steps_new(t2);
+    assert_true(a->api->rootId(a) != b->api->rootId(b));
+    a->api->addSync(a, m, "A", hold_inside, NULL);
+    b->api->addSync(b, m, "B", hold_inside, NULL);
+    a->api->execute(a, NULL, NULL);
+    b->api->execute(b, NULL, NULL);
+    futoin_tool_run(t1);
+    futoin_tool_run(t2);
+    FutoInSyncStats st;
+    futoin_sync_stats(m, &st);
+    assert_int_equal(st.inside, 1);
+    assert_int_equal(st.mutex_waiting, 1);
+    assert_trace("in:A");
+    a->api->free(a);
+    b->api->free(b);
+    futoin_sync_free(m);
+    futoin_tool_free(t2);
+    futoin_tool_free(t1);
+}
+
 /* futoin_sync_free() of a FutoInSync of another provider reads nothing but
  * its api (it read the kind field of a built-in one past the end) */
 static void sync_free_foreign_reads_only_api(void** state)
@@ -1398,6 +1435,7 @@ int main(void)
             T(limiter_freed_while_in_use_lives_until_unused),
             T(throttle_freed_while_in_use_lives_until_unused),
             T(mutex_freed_with_direct_users_lives_until_they_leave),
+            T(mutex_shared_by_flows_of_two_tools),
             T(limiter_freed_with_direct_users_lives_until_they_leave),
             T(sync_free_foreign_reads_only_api),
             T(sync_free_null),

@@ -121,7 +121,8 @@ struct FutoInAsyncTool_
     fpool strand_pool;
     fpool small_pool; /* stack() allocations up to FTN_SMALL_ALLOC */
     struct fflow* free_flows;
-    uint64_t next_root_id;
+    uint64_t next_root_id; /* rootId()s: a block of the process-wide ones (ftool_root_id) */
+    uint64_t root_id_end;
     uint32_t burst;
     FutoInArgs in_args; /* what the running step callback received */
     /* steps whose callback the host runs itself (futoin_tool_set_host_exec) */
@@ -166,6 +167,7 @@ struct FutoInAsyncTool_
 };
 
 FTN_HIDDEN uint64_t ftool_now(FutoInAsyncTool* t);
+FTN_HIDDEN uint64_t ftool_root_id(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_hold(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_drop(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_task_push(FutoInAsyncTool* t, ftask* task);

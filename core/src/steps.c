@@ -111,7 +111,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     st->top = base;
     st->par = NULL;
     st->sib_next = st->sib_prev = NULL;
-    st->id = (ptrdiff_t)fl->tool->next_root_id++;
+    st->id = (ptrdiff_t)ftool_root_id(fl->tool);
     /* out_args is empty whenever a strand is idle or pooled */
     st->err_pending = 0;
     st->info_pending = 0;

@@ -33,7 +33,6 @@ FutoInAsyncTool* futoin_tool_new(void)
     t->posts_tail = &t->posts;
     t->armed_delay = -2;
     t->armed_deadline = UINT64_MAX;
-    t->next_root_id = 1;
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);
     return t;
@@ -124,6 +123,21 @@ void futoin_tool_advance(FutoInAsyncTool* t, uint64_t ms)
         t->vnow += ms;
         tool_arm(t, futoin_tool_next_delay(t)); /* the same deadline is nearer now */
     }
+}
+
+/* rootId() is unique in the process (a sync object may serve flows of
+ * several tools): each tool takes blocks of ids from one counter, an atomic
+ * step per 65536 roots */
+#define ROOT_ID_BLOCK 65536u
+static _Atomic uint64_t g_root_ids = 1;
+
+uint64_t ftool_root_id(FutoInAsyncTool* t)
+{
+    if (FTN_UNLIKELY(t->next_root_id == t->root_id_end)) {
+        t->next_root_id = atomic_fetch_add_explicit(&g_root_ids, ROOT_ID_BLOCK, memory_order_relaxed);
+        t->root_id_end = t->next_root_id + ROOT_ID_BLOCK;
+    }
+    return t->next_root_id++;
 }
 
 uint64_t ftool_now(FutoInAsyncTool* t)
