@@ -44,6 +44,7 @@ typedef struct ftask
     uint8_t queued;
     uint8_t pooled;
     uint8_t urgent; /* ftool_task_push_urgent(): part of the timer event that queued it */
+    uint32_t* owner_n; /* counts it while queued (a flow's queued strands), or NULL */
 } ftask;
 
 typedef struct ftimer
@@ -364,6 +365,8 @@ typedef struct fflow
     uint32_t flags;
     uint32_t depth; /* user callbacks of this flow on the C stack */
     uint32_t fresh_n; /* branches it started that may not have run yet (a hint: 0 means none) */
+    uint32_t queued_n; /* its strands in the tool's queue: a search of the queue for
+                        * them ends once it saw them all (other flows' may be many) */
     uint32_t par_failed; /* branch errors since futoin_steps_parallel_failed() (a hint: 0 means none) */
     FutoInBinaryValue last_exception;
 } fflow;

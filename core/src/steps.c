@@ -106,6 +106,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     memset(&st->task, 0, sizeof(st->task));
     st->task.cb = strand_run;
     st->task.data = st;
+    st->task.owner_n = &fl->queued_n;
     st->flow = fl;
     st->base = base;
     st->top = base;
@@ -1584,6 +1585,54 @@ static fflow* flow_of_root(FutoInAsyncSteps* root)
     return s->kind == FK_ROOT && s->state != FS_FREE && !s->flow->tool->dying ? s->flow : NULL;
 }
 
+/* the strand of fl nearest the tail of the tool's queue that match()
+ * takes, or NULL. The queue holds other flows' strands too, any number of
+ * them (flows started in one go wait there for a turn), and a failed
+ * branch's parent goes to its front: fl's are looked for from both ends at
+ * once, up to the last of them (fl->queued_n) */
+static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*))
+{
+    uint32_t mine = fl->queued_n;
+    ftask* tl = fl->tool->q_tail;
+    ftask* hd = fl->tool->q_head;
+    fstrand* head_hit = NULL; /* the head side's match nearest the tail */
+    while (mine && tl) {
+        fstrand* b = tl->data;
+        if (tl->cb == strand_run && b->flow == fl) {
+            if (match(b)) {
+                return b; /* nearer the tail than all the head side saw */
+            }
+            --mine;
+        }
+        if (tl == hd || !mine) {
+            break;
+        }
+        tl = tl->prev;
+        b = hd->data;
+        if (hd->cb == strand_run && b->flow == fl) {
+            if (match(b)) {
+                head_hit = b;
+            }
+            --mine;
+        }
+        if (hd == tl) {
+            break;
+        }
+        hd = hd->next;
+    }
+    return head_hit;
+}
+
+static int strand_is_fresh(const fstrand* b)
+{
+    return b->fresh;
+}
+
+static int strand_has_error(const fstrand* b)
+{
+    return b->err_pending;
+}
+
 /* the first burst of the next branch of fl that parallel_start() made and
  * nothing ran yet: a nested run of a flow runs its new branches at once, as
  * the reference runs them inside the parallel step: in order, and the
@@ -1597,13 +1646,7 @@ static int run_fresh_branch(fflow* fl)
         return 0;
     }
     /* fresh strands are queued once, when made: the last one queued is the newest */
-    fstrand* newest = NULL;
-    for (ftask* task = t->q_tail; task && !newest; task = task->prev) {
-        fstrand* b = task->data;
-        if (task->cb == strand_run && b->flow == fl && b->fresh) {
-            newest = b;
-        }
-    }
+    fstrand* newest = queued_strand_of(fl, strand_is_fresh);
     if (!newest) {
         fl->fresh_n = 0; /* the rest were released before they ran */
         return 0;
@@ -1775,18 +1818,10 @@ int futoin_steps_execute_nested(FutoInAsyncSteps* root)
 }
 
 /* the newest strand of fl queued with an error to unwind, or NULL (errors
- * from outside and failed branches are queued last: found near the tail) */
+ * from outside are queued last, failed branches' parents first) */
 static fstrand* queued_error_of(fflow* fl)
 {
-    for (ftask* task = fl->tool->q_tail; task; task = task->prev) {
-        if (task->cb == strand_run) {
-            fstrand* b = task->data;
-            if (b->flow == fl && b->err_pending) {
-                return b;
-            }
-        }
-    }
-    return NULL;
+    return queued_strand_of(fl, strand_has_error);
 }
 
 /* the strands of fl that wait with an error to unwind run their handlers,

@@ -180,6 +180,9 @@ void ftool_task_push(FutoInAsyncTool* t, ftask* task)
     t->q_tail = task;
     task->queued = 1;
     ++t->q_len;
+    if (task->owner_n) {
+        ++*task->owner_n;
+    }
 }
 
 void ftool_task_push_front(FutoInAsyncTool* t, ftask* task)
@@ -194,6 +197,9 @@ void ftool_task_push_front(FutoInAsyncTool* t, ftask* task)
     t->q_head = task;
     task->queued = 1;
     ++t->q_len;
+    if (task->owner_n) {
+        ++*task->owner_n;
+    }
 }
 
 void ftool_task_push_urgent(FutoInAsyncTool* t, ftask* task)
@@ -212,6 +218,9 @@ static inline void task_unmark(FutoInAsyncTool* t, ftask* task)
     if (task->urgent) {
         task->urgent = 0;
         --t->urgent;
+    }
+    if (task->owner_n) {
+        --*task->owner_n;
     }
 }
 

@@ -449,3 +449,48 @@ test('a parallel inside a branch runs its branches before the later siblings, al
             assert.deepStrictEqual(order, ['a', 'a1', 'a2', 'b', 'after'], `from an event: ${fromEvent}`);
         }
     });
+
+test('a failing parallel runs the same handlers in the same order behind many flows that wait for a turn', T, async () => {
+    // the engine looks for the flow's own queued work among every flow's
+    // (it searched the whole queue per step: flows started in one go took
+    // time growing with their number)
+    const run = (busy) => new Promise((resolve) => {
+        for (let i = 0; i < busy; ++i) {
+            const r = $as();
+            for (let k = 0; k < 150; ++k) {
+                r.add((as) => {}); // more than a burst: the rest waits for a turn
+            }
+            r.execute();
+        }
+        const log = [];
+        $as().add((as) => {
+            const p = as.parallel();
+            p.add((as) => {
+                log.push('b1');
+                as.add((as) => {
+                    log.push('b1.1');
+                    as.waitExternal();
+                    setImmediate(() => {
+                        try {
+                            as.error('E');
+                        } catch (e) {
+                            // error() throws from outside too
+                        }
+                    });
+                });
+            });
+            p.add((as) => {
+                log.push('b2');
+                as.parallel().add((as) => log.push('b2.p1')).add((as) => log.push('b2.p2'));
+            });
+            p.add((as) => log.push('b3'));
+        }, (as, err) => {
+            log.push(`handled ${err}`);
+            as.success();
+        }).add((as) => resolve(log)).execute();
+    });
+    const quiet = await run(0);
+    const busy = await run(30);
+    assert.ok(quiet.includes('handled E'), quiet.join(' '));
+    assert.deepStrictEqual(busy, quiet);
+});
