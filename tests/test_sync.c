@@ -1318,6 +1318,89 @@ static void sync_freed_with_direct_users(FutoInSync* sync, const char* expected)
     b->api->free(b);
 }
 
+/* Direct users whose steps time out in the same turn (virtual time): the
+ * holder's cancel unlocks, which drops the waiter (its flow fails there)
+ * and lets the freed object go; the waiter's cancel then must not touch it
+ * (it read the freed object). A direct Throttle holder keeps a freed
+ * Throttle until its unlock() (it was freed at once). */
+static void hold_until_timeout(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    trace("in:%s", (const char*)data);
+    bsi->api->setCancel(bsi, data, direct_unlock);
+    bsi->api->setTimeout(bsi, 40);
+    bsi->api->waitExternal(bsi);
+}
+
+static void lock_until_timeout(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    trace("lock:%s", (const char*)data);
+    g_direct->api->lock(bsi, g_direct);
+    bsi->api->setTimeout(bsi, 50);
+}
+
+static void trace_error(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)bsi;
+    trace("%s:%s", (const char*)data, code);
+}
+
+static void sync_freed_as_its_direct_users_time_out(FutoInSync* (*make)(FutoInAsyncTool*), int waiter,
+                                                     const char* expected)
+{
+    trace_reset();
+    FutoInAsyncTool* t = futoin_tool_new();
+    futoin_tool_use_virtual_time(t);
+    g_direct = make(t);
+    FutoInAsyncSteps* a = futoin_steps_new(t);
+    FutoInAsyncSteps* b = futoin_steps_new(t);
+    a->api->add(a, "A", direct_lock, NULL);
+    a->api->add(a, "A", hold_until_timeout, NULL);
+    a->api->execute(a, "A", trace_error);
+    futoin_tool_iterate_ready(t, 0);
+    if (waiter) {
+        b->api->add(b, "B", lock_until_timeout, NULL);
+        b->api->execute(b, "B", trace_error);
+        futoin_tool_iterate_ready(t, 0);
+    }
+    futoin_sync_free(g_direct);
+    futoin_tool_advance(t, 200);
+    futoin_tool_iterate(t, 0);
+    futoin_tool_run(t);
+    assert_trace(expected);
+    a->api->free(a);
+    b->api->free(b);
+    futoin_tool_free(t);
+}
+
+static FutoInSync* make_mutex(FutoInAsyncTool* t)
+{
+    return futoin_mutex_new(t, 1, 10);
+}
+
+static FutoInSync* make_limiter(FutoInAsyncTool* t)
+{
+    FutoInLimiterOptions o;
+    futoin_limiter_options_init(&o);
+    o.max_queue = 10;
+    o.rate = 10;
+    return futoin_limiter_new(t, &o);
+}
+
+static FutoInSync* make_throttle(FutoInAsyncTool* t)
+{
+    return futoin_throttle_new(t, 1, 1000, 10);
+}
+
+static void sync_freed_as_its_direct_users_time_out_in_one_turn(void** state)
+{
+    (void)state;
+    sync_freed_as_its_direct_users_time_out(make_mutex, 1, "lock:A|in:A|lock:B|unlock:A|A:Timeout|B:Timeout");
+    sync_freed_as_its_direct_users_time_out(make_limiter, 1, "lock:A|in:A|lock:B|unlock:A|A:Timeout|B:Timeout");
+    sync_freed_as_its_direct_users_time_out(make_throttle, 0, "lock:A|in:A|unlock:A|A:Timeout");
+}
+
 static void mutex_freed_with_direct_users_lives_until_they_leave(void** state)
 {
     (void)state;
@@ -1436,6 +1519,7 @@ int main(void)
             T(throttle_freed_while_in_use_lives_until_unused),
             T(mutex_freed_with_direct_users_lives_until_they_leave),
             T(mutex_shared_by_flows_of_two_tools),
+            T(sync_freed_as_its_direct_users_time_out_in_one_turn),
             T(limiter_freed_with_direct_users_lives_until_they_leave),
             T(sync_free_foreign_reads_only_api),
             T(sync_free_null),

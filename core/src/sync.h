@@ -91,6 +91,7 @@ typedef struct fthrottle
     uint32_t period_ms;
     uint32_t max_queue;
     uint32_t count;
+    uint32_t inside; /* flows let in and not out yet (unlock()), or granted and not yet in */
     ftimer* timer;
     uint64_t timer_gen;
     fwaitq queue;

@@ -118,6 +118,9 @@ static void mutex_cancel(FutoInAsyncSteps* bsi, void* data)
 {
     (void)bsi;
     fwaiter* w = data;
+    if (!w->granted && !w->queue) {
+        return; /* dropped from the queue as its flow failed: the mutex may be gone */
+    }
     fmutex* m = w->owner;
     if (w->granted) {
         fmutex_release(m, w->root_id); /* granted but never entered */

@@ -55,6 +55,15 @@ static void throttle_arm(fthrottle* t)
     }
 }
 
+/* a standalone throttle knows who is inside until their unlock() (a
+ * limiter's part is left through the limiter's mutex) */
+static void throttle_in(fthrottle* t)
+{
+    if (!t->b.outer) {
+        ++t->inside;
+    }
+}
+
 static void throttle_period(void* data)
 {
     fthrottle* t = data;
@@ -63,6 +72,7 @@ static void throttle_period(void* data)
     fwaiter* w;
     while (t->count < t->max && (w = fwaitq_pop(&t->queue)) != NULL) {
         ++t->count;
+        throttle_in(t);
         w->granted = 1;
         w->bsi->api->success(w->bsi, NULL);
     }
@@ -76,8 +86,17 @@ static void throttle_cancel(FutoInAsyncSteps* bsi, void* data)
 {
     (void)bsi;
     fwaiter* w = data;
+    if (!w->granted && !w->queue) {
+        return; /* dropped from the queue as its flow failed: the throttle may be gone */
+    }
     fthrottle* t = w->owner;
-    fwaitq_remove(&t->queue, w);
+    if (w->granted) {
+        if (t->inside) {
+            --t->inside; /* granted but never entered */
+        }
+    } else {
+        fwaitq_remove(&t->queue, w);
+    }
     fsync_reap(&t->b);
 }
 
@@ -87,7 +106,8 @@ void fthrottle_stats(const fthrottle* t, FutoInSyncStats* stats)
     stats->throttle_waiting = t->queue.len;
 }
 
-int fthrottle_try(fthrottle* t)
+/* an entry counted in this period if there is room and nobody waits */
+static int throttle_enter_now(fthrottle* t)
 {
     if (t->count < t->max && !t->queue.head) {
         ++t->count;
@@ -97,9 +117,20 @@ int fthrottle_try(fthrottle* t)
     return 0;
 }
 
+int fthrottle_try(fthrottle* t)
+{
+    if (throttle_enter_now(t)) {
+        throttle_in(t); /* left by its unlock(), as any lock() */
+        return 1;
+    }
+    return 0;
+}
+
 int futoin_throttle_try_enter(FutoInSync* sync)
 {
-    return sync && sync->api == &fthrottle_api && fthrottle_try((fthrottle*)sync);
+    /* nothing to unlock after it (the caller runs the section as a plain
+     * step): not one of those inside */
+    return sync && sync->api == &fthrottle_api && throttle_enter_now((fthrottle*)sync);
 }
 
 void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
@@ -116,5 +147,9 @@ void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 void fthrottle_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 {
     (void)bsi;
-    (void)sync;
+    fthrottle* t = (fthrottle*)sync;
+    if (t->inside) {
+        --t->inside;
+    }
+    fsync_reap(&t->b);
 }
