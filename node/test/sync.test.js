@@ -547,3 +547,32 @@ test('cancel() of a flow whose next step waits for its turn leaves its Mutex at 
     await done.promise;
     assert.deepStrictEqual(trace, ['b cancelled', 'locked 0', 'c in']);
 });
+
+if (isPolyglot) {
+    // futoin-asyncsteps' Mutex keeps a cancelled waiter in its queue until a
+    // release skips it (README: documented differences)
+    test('a flow cancelled in a Mutex queue leaves it: the next one is queued, not DefenseRejected', T, async () => {
+        const m = new $as.Mutex(1, 1);
+        const log = [];
+        const done = deferred();
+        let release = null;
+        $as().sync(m, (as) => {
+            log.push('A in');
+            as.waitExternal();
+            release = () => as.success();
+        }).execute();
+        const b = $as();
+        b.sync(m, (as) => log.push('B in'));
+        b.execute();
+        assert.strictEqual(m._queue.length, 1);
+        b.cancel();
+        assert.strictEqual(m._queue.length, 0);
+        $as().add((as) => {
+            as.sync(m, (as) => log.push('C in'));
+        }, (as, err) => log.push(`C ${err}`)).add((as) => done.resolve()).execute();
+        assert.strictEqual(m._queue.length, 1);
+        release();
+        await done.promise;
+        assert.deepStrictEqual(log, ['A in', 'C in']);
+    });
+}
