@@ -130,5 +130,12 @@ FTN_HIDDEN void flimiter_destroy(FutoInSync* sync);
 FTN_HIDDEN int flimiter_timer_pending(const FutoInSync* sync);
 FTN_HIDDEN int flimiter_idle(const FutoInSync* sync);
 FTN_HIDDEN int fmutex_idle(const fmutex* m);
+FTN_HIDDEN int fthrottle_idle(const fthrottle* t);
+/* a waiter dropped from its queue as its flow failed there (neither queued
+ * nor granted): its primitive may be gone, its cancel touches nothing */
+static inline int fwaiter_dropped(const fwaiter* w)
+{
+    return !w->granted && !w->queue;
+}
 
 #endif

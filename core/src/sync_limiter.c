@@ -130,7 +130,7 @@ void flimiter_destroy(FutoInSync* sync)
 int flimiter_idle(const FutoInSync* sync)
 {
     const flimiter* l = (const flimiter*)sync;
-    return fmutex_idle(&l->mutex) && l->throttle.queue.len == 0 && l->throttle.inside == 0;
+    return fmutex_idle(&l->mutex) && fthrottle_idle(&l->throttle);
 }
 
 int flimiter_timer_pending(const FutoInSync* sync)

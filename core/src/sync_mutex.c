@@ -118,8 +118,8 @@ static void mutex_cancel(FutoInAsyncSteps* bsi, void* data)
 {
     (void)bsi;
     fwaiter* w = data;
-    if (!w->granted && !w->queue) {
-        return; /* dropped from the queue as its flow failed: the mutex may be gone */
+    if (fwaiter_dropped(w)) {
+        return;
     }
     fmutex* m = w->owner;
     if (w->granted) {

@@ -132,7 +132,7 @@ static int fsync_idle(const fsync_base* b)
 {
     switch (b->kind) {
     case FSYNC_MUTEX: return fmutex_idle((const fmutex*)b);
-    case FSYNC_THROTTLE: return ((const fthrottle*)b)->queue.len == 0 && ((const fthrottle*)b)->inside == 0;
+    case FSYNC_THROTTLE: return fthrottle_idle((const fthrottle*)b);
     default: return flimiter_idle(&b->iface);
     }
 }

@@ -64,6 +64,18 @@ static void throttle_in(fthrottle* t)
     }
 }
 
+static void throttle_out(fthrottle* t)
+{
+    if (t->inside) {
+        --t->inside;
+    }
+}
+
+int fthrottle_idle(const fthrottle* t)
+{
+    return t->queue.len == 0 && t->inside == 0;
+}
+
 static void throttle_period(void* data)
 {
     fthrottle* t = data;
@@ -86,14 +98,12 @@ static void throttle_cancel(FutoInAsyncSteps* bsi, void* data)
 {
     (void)bsi;
     fwaiter* w = data;
-    if (!w->granted && !w->queue) {
-        return; /* dropped from the queue as its flow failed: the throttle may be gone */
+    if (fwaiter_dropped(w)) {
+        return;
     }
     fthrottle* t = w->owner;
     if (w->granted) {
-        if (t->inside) {
-            --t->inside; /* granted but never entered */
-        }
+        throttle_out(t); /* granted but never entered */
     } else {
         fwaitq_remove(&t->queue, w);
     }
@@ -148,8 +158,6 @@ void fthrottle_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 {
     (void)bsi;
     fthrottle* t = (fthrottle*)sync;
-    if (t->inside) {
-        --t->inside;
-    }
+    throttle_out(t);
     fsync_reap(&t->b);
 }
