@@ -77,7 +77,7 @@ int futoin_tool_wait(FutoInAsyncTool* t, int64_t max_ms)
 
 int futoin_tool_run(FutoInAsyncTool* t)
 {
-    if (!t || t->running || t->dying) {
+    if (!t || t->running || t->host_active || t->dying) {
         return -1;
     }
     do {

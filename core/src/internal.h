@@ -364,6 +364,7 @@ typedef struct fflow
     fhq host_q;           /* the same strands, in queue order */
     uint32_t flags;
     uint32_t depth; /* user callbacks of this flow on the C stack */
+    uint32_t taken; /* its steps the host took and is not done with: nothing else of it runs */
     uint32_t fresh_n; /* branches it started that may not have run yet (a hint: 0 means none) */
     uint32_t queued_n; /* its strands in the tool's queue: a search of the queue for
                         * them ends once it saw them all (other flows' may be many) */
@@ -380,6 +381,9 @@ FTN_HIDDEN void* fflow_state_var(
         fflow* fl, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*));
 
+/* 1 when the event (a task's or timer's cb and data) is of a flow the host
+ * is inside a step of: it waits for that host_done() */
+FTN_HIDDEN int feng_event_waits(void (*cb)(void*), void* data);
 FTN_HIDDEN void fstep_free_allocs(fstep* s);
 FTN_HIDDEN void* fstep_stack(fstep* s, size_t size, void (*cleanup)(void*));
 FTN_HIDDEN size_t fstep_small_item_size(void);

@@ -893,6 +893,10 @@ static void strand_run_with(fstrand* st, uint32_t budget)
 static void strand_run(void* data)
 {
     fstrand* st = data;
+    if (FTN_UNLIKELY(st->flow->taken)) {
+        strand_schedule(st); /* the host is inside a step of its flow: after that */
+        return;
+    }
     const fhq* hq = &st->flow->tool->host_q;
     if (FTN_UNLIKELY(st->fresh) && hq->head && hq->head->flow == st->flow) {
         /* an earlier branch's step waits for the host: this one starts
@@ -1184,6 +1188,16 @@ void feng_error(fstep* s, const char* code, const char* info)
     feng_external_error(s, code, info);
 }
 
+static void step_timeout_cb(void* data);
+
+int feng_event_waits(void (*cb)(void*), void* data)
+{
+    if (cb == strand_run) {
+        return ((fstrand*)data)->flow->taken != 0;
+    }
+    return cb == step_timeout_cb && ((fstep*)data)->flow->taken != 0;
+}
+
 static void step_timeout_cb(void* data)
 {
     fstep* s = data;
@@ -1294,6 +1308,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->host_data = NULL;
     fl->flags = 0;
     fl->depth = 0;
+    fl->taken = 0;
     fl->host_queued = 0;
     fl->host_q.head = fl->host_q.tail = NULL;
     fl->fresh_n = 0;
@@ -1558,6 +1573,7 @@ static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* st, void** data,
 {
     host_unlink(t, st);
     ++t->host_active;
+    ++st->flow->taken;
     fstep* c = st->top;
     if (data) {
         *data = c->data;
@@ -1571,6 +1587,9 @@ static FutoInAsyncSteps* host_take(FutoInAsyncTool* t, fstrand* st, void** data,
 FutoInAsyncSteps* futoin_tool_host_next(FutoInAsyncTool* t, void** data, const FutoInArgs** args)
 {
     fstrand* st = t && !t->dying ? t->host_q.head : NULL;
+    while (FTN_UNLIKELY(st && st->flow->taken)) {
+        st = st->host_link.next; /* one step of a flow at a time, as the engine calls them */
+    }
     return st ? host_take(t, st, data, args) : NULL;
 }
 
@@ -1669,8 +1688,8 @@ static int run_fresh_branch(fflow* fl)
 FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, const FutoInArgs** args)
 {
     fflow* fl = flow_of_root(root);
-    if (!fl) {
-        return NULL;
+    if (!fl || fl->taken) {
+        return NULL; /* the host is inside a step of it: the rest waits for that host_done() */
     }
     FutoInAsyncTool* t = fl->tool;
     uint32_t fresh_left = t->burst; /* an endless chain of new branches cannot hold the call */
@@ -1711,7 +1730,10 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     }
     fstep* c = fstep_of(bsi);
     fstrand* st = c->strand;
-    if (!st || (c->state != FS_EXEC && c->state != FS_EH) || st->top != c) {
+    /* a step queued for the host is in its callback's state too (a loop's
+     * next iteration reuses the body done just before): not taken */
+    if (!st || (c->state != FS_EXEC && c->state != FS_EH) || st->top != c || st->in_host_q || !st->flow->taken
+            || !st->flow->tool->host_active) {
         fprintf(stderr, "futoin: InternalError: futoin_tool_host_done(): not a step taken with "
                         "futoin_tool_host_next() (ignored)\n");
         return;
@@ -1719,8 +1741,14 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     fflow* fl = st->flow;
     FutoInAsyncTool* t = fl->tool;
     --t->host_active;
+    --fl->taken;
     if (t->dying) {
-        return; /* runs nothing: the step stays until its root is freed */
+        /* runs nothing: the step stays until its root is freed, which a
+         * free() during the step left to now */
+        if (--fl->depth == fl->host_queued && (fl->flags & FL_FREE_REQ)) {
+            flow_deferred(fl);
+        }
+        return;
     }
     int was_running = t->running;
     t->running = 1;
@@ -1836,7 +1864,7 @@ static int unwind_queued(fflow* fl, int host_first)
     fstrand* st;
     const int was_running = t->running;
     fstrand* prev_cont = t->host_cont;
-    while (left-- && fl->base.gen == gen && (fl->flags & FL_RUNNING) && (st = queued_error_of(fl))) {
+    while (left-- && fl->base.gen == gen && (fl->flags & FL_RUNNING) && !fl->taken && (st = queued_error_of(fl))) {
         ftool_task_remove(t, &st->task);
         t->running = 1;
         t->host_cont = host_first && t->host_bursts ? st : prev_cont;
@@ -1919,7 +1947,7 @@ int futoin_steps_goes_on_later(FutoInAsyncSteps* root)
 int futoin_steps_finish_done(FutoInAsyncSteps* root)
 {
     fflow* fl = flow_of_root(root);
-    if (!fl || !(fl->flags & FL_RUNNING) || fl->tool->running || !ftool_is_loop_thread(fl->tool) ||
+    if (!fl || !(fl->flags & FL_RUNNING) || fl->tool->running || fl->taken || !ftool_is_loop_thread(fl->tool) ||
         !fl->main.task.queued || !main_all_done(fl)) {
         return 0;
     }
@@ -1955,8 +1983,8 @@ static int strand_burst(fflow* fl, fstrand* st, int inside_host_step)
 {
     FutoInAsyncTool* t = fl->tool;
     /* never inside the tool's own callbacks: that would run a flow inline */
-    if (t->running || (t->host_active && !inside_host_step) || !ftool_is_loop_thread(t) || !(fl->flags & FL_RUNNING)
-            || !st->task.queued) {
+    if (t->running || (t->host_active && !inside_host_step) || fl->taken || !ftool_is_loop_thread(t)
+            || !(fl->flags & FL_RUNNING) || !st->task.queued) {
         return 0;
     }
     ftool_task_remove(t, &st->task);

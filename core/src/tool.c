@@ -646,12 +646,23 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
     if (tm && tm->deadline > ftool_now(t)) {
         tm = NULL;
     }
-    ftask* task = tm ? NULL : ftool_task_pop(t);
+    ftask* task = tm ? NULL : t->q_head;
     if (!tm && !task && t->heap_len && t->virtual_time) {
         tm = t->heap[0];
+        if (FTN_UNLIKELY(t->host_active) && feng_event_waits(tm->cb, tm->data)) {
+            t->running = 0;
+            return -1;
+        }
         t->vnow = tm->deadline;
     }
+    if (FTN_UNLIKELY(t->host_active) && (task ? feng_event_waits(task->cb, task->data)
+                                              : tm && feng_event_waits(tm->cb, tm->data))) {
+        /* of a flow the host is inside a step of: after that host_done() */
+        t->running = 0;
+        return -1;
+    }
     if (task) {
+        ftool_task_pop(t);
         task_run(t, task);
         ran = 1;
     } else if (tm) {
@@ -683,8 +694,8 @@ static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int timers)
     if (!t || t->dying) {
         return -1;
     }
-    if (t->running) {
-        return 0;
+    if (t->running || t->host_active) {
+        return 0; /* nested in the tool's callbacks or a host step: nothing runs */
     }
     t->running = 1;
     if (FTN_UNLIKELY(!pthread_equal(t->owner, pthread_self()))) {

@@ -1823,6 +1823,10 @@ static napi_value n_test_cancel(napi_env env, napi_callback_info info)
     "AsyncToolTest.nextEvent() or run() inside a callback the test tool runs itself (a cancel handler a step "  \
     "timeout runs): the events after it run once it returns"
 
+#define BUSY_OWN_FLOW                                                                                            \
+    "AsyncToolTest.nextEvent() or run() inside a step, when the next event is of that step's own flow (a step " \
+    "timeout, a turn of another branch): it runs once the step returns"
+
 static napi_value n_test_next(napi_env env, napi_callback_info info)
 {
     GET_ARGS(0);
@@ -1835,7 +1839,13 @@ static napi_value n_test_next(napi_env env, napi_callback_info info)
     if (before >= 0) {
         jlazy lz;
         lz_enter(e, &lz);
-        if (!futoin_tool_run_one(e->test_tool) && futoin_tool_in_event(e->test_tool)) {
+        int ran = futoin_tool_run_one(e->test_tool);
+        if (ran < 0) {
+            lz_leave(e, &lz);
+            napi_throw_error(env, NULL, "InternalError: " BUSY_OWN_FLOW);
+            return NULL;
+        }
+        if (!ran && futoin_tool_in_event(e->test_tool)) {
             /* nothing runs nested in an event (0 otherwise: it only took in
              * a post of another thread that scheduled nothing) */
             lz_leave(e, &lz);

@@ -434,6 +434,45 @@ test('run() or nextEvent() inside an event of its own runs the events; inside a 
     }
 });
 
+test('nextEvent() inside a step whose own timeout is the next event: ours says it cannot and the step goes on (it crashed); the reference fires the timeout inside the step', () => {
+    const { spawnSync } = require('child_process');
+    const { IMPL, isPolyglot } = require('./helpers');
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const AT = $as.AsyncToolTest;
+        $as.installAsyncToolTest();
+        const log = [];
+        const next = (where) => {
+            try {
+                AT.nextEvent();
+                log.push(where + ' next');
+            } catch (e) {
+                log.push(where + ' threw ' + /of that step's own flow/.test(e.message));
+            }
+        };
+        $as().add((as) => {
+            as.setTimeout(0);
+            next('own');
+            as.success(1);
+        }, (as, err) => log.push('eh ' + err)).add((as, v) => log.push('s2 ' + v)).execute();
+        $as().add((as) => {
+            as.setTimeout(0);
+            as.add((as) => { next('outer'); as.success(); });
+        }, (as, err) => log.push('eh ' + err)).add((as) => log.push('after outer')).execute();
+        AT.run();
+        console.log(JSON.stringify(log));
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20000 });
+    assert.strictEqual(r.signal, null, 'it crashed or hung');
+    assert.strictEqual(r.status, 0, r.stderr);
+    const log = JSON.parse(r.stdout);
+    if (isPolyglot) {
+        assert.deepStrictEqual(log, ['own threw true', 's2 1', 'outer threw true', 'after outer']);
+    } else {
+        assert.deepStrictEqual(log, ['eh Timeout', 'own next', 'eh Timeout', 'outer next']);
+    }
+});
+
 test('execute() inside a callLater() event runs the first burst inside that call', withTestTool(() => {
     const log = [];
     AT.callLater(() => {

@@ -120,7 +120,9 @@ typedef struct FutoInLoopHooks_
 FUTOIN_API void futoin_tool_set_hooks(FutoInAsyncTool* tool, const FutoInLoopHooks* hooks);
 /* Non-blocking: runs due timers and at most `max_tasks` immediates (0 = the
  * ones ready at the call). Returns the delay in ms until the next work: 0
- * ready now, -1 nothing pending. */
+ * ready now, -1 nothing pending. Inside the tool's own callbacks, and while
+ * the host holds a step it took (host_next() without host_done() yet), it
+ * runs nothing and returns 0; so does futoin_tool_run() (returns -1). */
 FUTOIN_API int64_t futoin_tool_iterate(FutoInAsyncTool* tool, uint32_t max_tasks);
 /* The same without timers: a host loop whose timers fire in a phase of
  * their own (Node's) runs the work that became ready meanwhile with it. */
@@ -136,7 +138,9 @@ FUTOIN_API int futoin_tool_take_deferred(FutoInAsyncTool* tool);
 /* Runs exactly one event without blocking: the oldest ready immediate, or
  * else the earliest timer if it is due (in virtual time the clock moves to
  * it). Returns 1 when something ran. For test schedulers stepping through
- * events one by one. */
+ * events one by one. -1 (nothing ran) while the host holds a step it took
+ * with host_next() and that event is of the same flow (a turn of it, a
+ * step timeout): it runs after that host_done(). */
 FUTOIN_API int futoin_tool_run_one(FutoInAsyncTool* tool);
 /* 1 inside one of the tool's events (run(), iterate() or run_one() is on the
  * stack): they run nothing nested then; 0 otherwise. */
@@ -256,7 +260,11 @@ FUTOIN_API void* futoin_steps_host_data(FutoInAsyncSteps* bsi);
  * host_done()), runs them itself as their execute callback (success(),
  * add(), handle_error() ... act as inside the callback) and reports with
  * host_done(), which goes on with that flow at once. Between the two the host
- * is inside a step callback: execute_burst() does nothing. Loop thread only; a
+ * is inside a step callback: execute_burst() does nothing, nothing else of
+ * that flow runs (host_next() skips its other steps, host_next_of() gives
+ * none, its timeouts and turns wait) and iterate() runs nothing. A
+ * host_done() of a step not taken (twice, or of a step still queued) is
+ * reported and ignored. Loop thread only; a
  * host that sets this must take every such step after each call that runs
  * flows (execute_burst, iterate, run_one, host_done). */
 FUTOIN_API void futoin_tool_set_host_exec(FutoInAsyncTool* tool, FutoInAsyncSteps_execute_callback f);
