@@ -225,6 +225,8 @@ struct jsenv
     uint32_t sweeps; /* sweep() calls so far */
     jroot* free_roots; /* finished roots kept for reuse */
     uint32_t nfree_roots;
+    uint32_t live_roots; /* roots made and not released */
+    uint32_t ext_units;  /* live_roots as told to V8, in ROOT_EXT_STEP roots */
     ivec spill;     /* released callback indices SH_FREED had no room for */
     ivec fin_spill; /* finished roots (slot, gen) SH_FIN had no room for */
     FutoInSync** syncs; /* Mutex, Throttle, Limiter objects by id (OP_SYNC) */

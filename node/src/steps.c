@@ -547,10 +547,37 @@ static void run_unlink(jsenv* e, jroot* r)
 
 /* the jroot lives as long as the C root: frags and cancel handlers of a
  * flow being torn down still read it */
+/* V8 does not see a flow's C memory (its root, steps, strands): told of it
+ * in units of ROOT_EXT_STEP roots, it schedules major collections as flows
+ * pile up, and abandoned ones (src sweep(), lib/AsyncSteps.js) go with them
+ * instead of only when the JS heap is large */
+#define ROOT_EXT_STEP 1024
+#define ROOT_EXT_BYTES 1536 /* about a flow's share of C memory */
+
+static void roots_told(jsenv* e)
+{
+    int64_t change = 0;
+    if (e->live_roots >= (e->ext_units + 1) * ROOT_EXT_STEP) {
+        ++e->ext_units;
+        change = ROOT_EXT_STEP * ROOT_EXT_BYTES;
+    } else if (e->ext_units > 1 && e->live_roots < (e->ext_units - 1) * ROOT_EXT_STEP) {
+        --e->ext_units; /* a unit below: a count going up and down by one tells nothing */
+        change = -ROOT_EXT_STEP * ROOT_EXT_BYTES;
+    }
+    if (change && !e->gone) {
+        int64_t total;
+        napi_adjust_external_memory(e->env, change, &total);
+    }
+}
+
 static void root_release(void* p)
 {
     jroot* r = *(jroot**)p;
     jsenv* e = r->e;
+    --e->live_roots;
+    if (e->ext_units > 1 && e->live_roots < (e->ext_units - 1) * ROOT_EXT_STEP) {
+        roots_told(e);
+    }
     run_unlink(e, r);
     free(r->jbuf);
     r->jbuf = NULL;
@@ -597,6 +624,9 @@ static jroot* root_new(jsenv* e, int test)
         return NULL;
     }
     *keep = r;
+    if (++e->live_roots >= (e->ext_units + 1) * ROOT_EXT_STEP) {
+        roots_told(e);
+    }
     return r;
 }
 
@@ -1686,6 +1716,15 @@ void jr_wake(jsenv* e, jroot* r)
 
 /* abandon(h): the JS root of the weak root h was collected: nothing can
  * move its flow on any more; it ends without JS (C cancel handlers run) */
+/* externalTold() -> the bytes of C memory V8 was told the live roots hold */
+static napi_value n_external_told(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(0);
+    napi_value r;
+    napi_create_double(env, (double)e->ext_units * ROOT_EXT_STEP * ROOT_EXT_BYTES, &r);
+    return r;
+}
+
 static napi_value n_abandon(napi_env env, napi_callback_info info)
 {
     GET_ARGS(1);
@@ -1954,6 +1993,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"setCancel", n_set_cancel},
             {"sweep", n_sweep},
             {"abandon", n_abandon},
+            {"externalTold", n_external_told},
             {"waitExternal", n_wait_external},
             {"loop", n_loop},
             {"repeat", n_repeat},
