@@ -641,28 +641,33 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
     ftool_drain_posts(t);
     int ran = 0;
     /* the order of iterate(): a due timer first, then the oldest immediate,
-     * else (virtual time) the clock moves to the next timer */
+     * else (virtual time) the clock moves to the next timer. Events of a flow
+     * the host is inside a step of are held until that host_done(): the next
+     * other one runs; -1 when there is none */
+    const int busy = t->host_active != 0;
+    int held = 0;
     ftimer* tm = t->heap_len ? t->heap[0] : NULL;
-    if (tm && tm->deadline > ftool_now(t)) {
+    if (tm && FTN_UNLIKELY(busy) && feng_event_waits(tm->cb, tm->data)) {
+        tm = NULL;
+        held = 1; /* nor does the clock move past it */
+    } else if (tm && tm->deadline > ftool_now(t)) {
         tm = NULL;
     }
     ftask* task = tm ? NULL : t->q_head;
-    if (!tm && !task && t->heap_len && t->virtual_time) {
+    while (FTN_UNLIKELY(busy) && task && feng_event_waits(task->cb, task->data)) {
+        task = task->next;
+        held = 1;
+    }
+    if (!tm && !task && t->heap_len && t->virtual_time && !held) {
         tm = t->heap[0];
-        if (FTN_UNLIKELY(t->host_active) && feng_event_waits(tm->cb, tm->data)) {
-            t->running = 0;
-            return -1;
-        }
         t->vnow = tm->deadline;
     }
-    if (FTN_UNLIKELY(t->host_active) && (task ? feng_event_waits(task->cb, task->data)
-                                              : tm && feng_event_waits(tm->cb, tm->data))) {
-        /* of a flow the host is inside a step of: after that host_done() */
+    if (!tm && !task && held) {
         t->running = 0;
         return -1;
     }
     if (task) {
-        ftool_task_pop(t);
+        ftool_task_remove(t, task);
         task_run(t, task);
         ran = 1;
     } else if (tm) {

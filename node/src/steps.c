@@ -1863,8 +1863,8 @@ static napi_value n_test_cancel(napi_env env, napi_callback_info info)
     "timeout runs): the events after it run once it returns"
 
 #define BUSY_OWN_FLOW                                                                                            \
-    "AsyncToolTest.nextEvent() or run() inside a step, when the next event is of that step's own flow (a step " \
-    "timeout, a turn of another branch): it runs once the step returns"
+    "AsyncToolTest.nextEvent() or run() inside a step, when only events of that step's own flow are left (a " \
+    "step timeout, a turn of another branch): they run once the step returns"
 
 static napi_value n_test_next(napi_env env, napi_callback_info info)
 {

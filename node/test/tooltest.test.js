@@ -473,6 +473,24 @@ test('nextEvent() inside a step whose own timeout is the next event: ours says i
     }
 });
 
+test('nextEvent() inside a parallel branch runs the next event that is not of its own flow, as the reference', withTestTool(() => {
+    const log = [];
+    const root = $as();
+    root.add((as) => {
+        const p = as.parallel();
+        p.add((as) => {
+            AT.callLater(() => log.push('later'));
+            AT.nextEvent();
+            log.push('b1');
+        });
+        p.add((as) => log.push('b2'));
+    });
+    root.add((as) => log.push('after'));
+    root.execute();
+    AT.run();
+    assert.deepStrictEqual(log, ['later', 'b1', 'b2', 'after']);
+}));
+
 test('execute() inside a callLater() event runs the first burst inside that call', withTestTool(() => {
     const log = [];
     AT.callLater(() => {
