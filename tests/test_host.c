@@ -72,6 +72,15 @@ static void t_immediate(void* data)
     trace("%s", (const char*)data);
 }
 
+static void c_send_heap_str(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* in)
+{
+    (void)data;
+    (void)in;
+    FutoInArgs args = args0();
+    args.arg0 = val_heap_str("hello");
+    bsi->api->success(bsi, &args);
+}
+
 static FutoInAsyncTool* host_tool(void)
 {
     FutoInAsyncTool* t = futoin_tool_new();
@@ -197,7 +206,8 @@ static void sibling_failure_in_a_turn_waits_for_the_taken_step(void** state)
     /* now the other way round: branch 1's step is completed with an error
      * from outside while the host holds branch 2's step */
     s1w->api->handle_error(s1w, "Outside", "from an event");
-    assert_int_equal(futoin_tool_run_one(t), -1); /* its unwinding is the flow's: later */
+    assert_int_equal(futoin_tool_run_one(t), 0); /* its unwinding is the flow's: later */
+    assert_int_equal(futoin_tool_host_taken(t), 1);
     assert_int_equal(futoin_tool_iterate(t, 0), 0);
     assert_string_equal(g_trace, "");
     assert_int_equal(futoin_tool_host_kind(s2, NULL), FUTOIN_HOST_STEP);
@@ -232,7 +242,7 @@ static void timeout_of_a_taken_step_waits_for_host_done(void** state)
             assert_int_equal(futoin_tool_run_one(t), 1);
             assert_string_equal(g_trace, "imm");
             trace_reset();
-            assert_int_equal(futoin_tool_run_one(t), -1);
+            assert_int_equal(futoin_tool_run_one(t), 0);
         } else {
             assert_int_equal(futoin_tool_iterate(t, 0), 0);
             assert_int_equal(futoin_tool_run(t), -1);
@@ -269,13 +279,17 @@ static void tool_freed_while_a_step_is_taken_goes_with_its_root(void** state)
 {
     (void)state;
     for (int mode = 0; mode < 3; ++mode) {
+        g_heap_cleanups = 0;
         FutoInAsyncTool* t = host_tool();
         FutoInAsyncSteps* r = futoin_steps_new(t);
+        r->api->add(r, NULL, c_send_heap_str, NULL);
         assert_non_null(futoin_tool_host_add(r, NULL));
         r->api->execute(r, NULL, unhandled);
         futoin_tool_iterate(t, 0);
-        FutoInAsyncSteps* s = futoin_tool_host_next(t, NULL, NULL);
+        const FutoInArgs* args = NULL;
+        FutoInAsyncSteps* s = futoin_tool_host_next(t, NULL, &args);
         assert_non_null(s);
+        assert_string_equal(args->arg0.cstr, "hello"); /* what it received goes with it */
         if (mode == 2) {
             futoin_tool_host_done(s);
             r->api->free(r);
@@ -290,6 +304,7 @@ static void tool_freed_while_a_step_is_taken_goes_with_its_root(void** state)
                 futoin_tool_host_done(s);
             }
         }
+        assert_int_equal(g_heap_cleanups, 1);
         assert_int_equal(g_live, 0);
     }
 }

@@ -1745,6 +1745,7 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     if (t->dying) {
         /* runs nothing: the step stays until its root is freed, which a
          * free() during the step left to now */
+        fargs_reset(&st->host_args);
         if (--fl->depth == fl->host_queued && (fl->flags & FL_FREE_REQ)) {
             flow_deferred(fl);
         }

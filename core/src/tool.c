@@ -612,6 +612,11 @@ int futoin_tool_in_event(const FutoInAsyncTool* t)
     return t && t->running;
 }
 
+uint32_t futoin_tool_host_taken(const FutoInAsyncTool* t)
+{
+    return t ? t->host_active : 0;
+}
+
 int futoin_tool_event_open(FutoInAsyncTool* t)
 {
     if (!t || !ftool_is_loop_thread(t)) {
@@ -643,7 +648,7 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
     /* the order of iterate(): a due timer first, then the oldest immediate,
      * else (virtual time) the clock moves to the next timer. Events of a flow
      * the host is inside a step of are held until that host_done(): the next
-     * other one runs; -1 when there is none */
+     * other one runs; 0 when there is none */
     const int busy = t->host_active != 0;
     int held = 0;
     ftimer* tm = t->heap_len ? t->heap[0] : NULL;
@@ -664,7 +669,7 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
     }
     if (!tm && !task && held) {
         t->running = 0;
-        return -1;
+        return 0;
     }
     if (task) {
         ftool_task_remove(t, task);

@@ -138,10 +138,13 @@ FUTOIN_API int futoin_tool_take_deferred(FutoInAsyncTool* tool);
 /* Runs exactly one event without blocking: the oldest ready immediate, or
  * else the earliest timer if it is due (in virtual time the clock moves to
  * it). Returns 1 when something ran. For test schedulers stepping through
- * events one by one. -1 (nothing ran) while the host holds a step it took
- * with host_next() and that event is of the same flow (a turn of it, a
- * step timeout): it runs after that host_done(). */
+ * events one by one. While the host holds a step it took with host_next(),
+ * the events of that step's flow (a turn of it, a step timeout) wait for
+ * that host_done(): the next other event runs, 0 when none is left. */
 FUTOIN_API int futoin_tool_run_one(FutoInAsyncTool* tool);
+/* The steps the host took with host_next()/host_next_of() and has not
+ * reported done: while not 0, it runs inside a step's callback. */
+FUTOIN_API uint32_t futoin_tool_host_taken(const FutoInAsyncTool* tool);
 /* 1 inside one of the tool's events (run(), iterate() or run_one() is on the
  * stack): they run nothing nested then; 0 otherwise. */
 FUTOIN_API int futoin_tool_in_event(const FutoInAsyncTool* tool);
