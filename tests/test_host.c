@@ -149,17 +149,25 @@ static void host_done_twice_on_a_loop_body_is_refused(void** state)
     assert_int_equal(g_live, 0);
 }
 
-/* branch 2 fails while the host holds branch 1's step: the parallel's
- * handlers wait until the host is done with that step */
-static void sibling_failure_waits_for_the_taken_step(void** state)
+/* an executed root: a parallel (C error handler) of two host steps */
+static FutoInAsyncSteps* two_host_branches(FutoInAsyncTool* t)
 {
-    (void)state;
-    FutoInAsyncTool* t = host_tool();
     FutoInAsyncSteps* r = futoin_steps_new(t);
     FutoInAsyncSteps* p = r->api->parallel(r, NULL, c_eh);
     assert_non_null(futoin_tool_host_add(p, NULL));
     assert_non_null(futoin_tool_host_add(p, NULL));
     r->api->execute(r, NULL, unhandled);
+    return r;
+}
+
+/* no second step of a flow while the host holds one: taking branch 2's
+ * step ran its first burst, whose failure tore branch 1's taken step down
+ * under the host; now branch 2 comes after host_done() of branch 1's */
+static void sibling_failure_waits_for_the_taken_step(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = host_tool();
+    FutoInAsyncSteps* r = two_host_branches(t);
     futoin_steps_execute_burst(r);
     FutoInAsyncSteps* s1 = futoin_tool_host_next_of(r, NULL, NULL);
     assert_non_null(s1);
@@ -185,11 +193,7 @@ static void sibling_failure_in_a_turn_waits_for_the_taken_step(void** state)
 {
     (void)state;
     FutoInAsyncTool* t = host_tool();
-    FutoInAsyncSteps* r = futoin_steps_new(t);
-    FutoInAsyncSteps* p = r->api->parallel(r, NULL, c_eh);
-    assert_non_null(futoin_tool_host_add(p, NULL));
-    assert_non_null(futoin_tool_host_add(p, NULL));
-    r->api->execute(r, NULL, unhandled);
+    FutoInAsyncSteps* r = two_host_branches(t);
     for (int i = 0; i < 3 && !futoin_tool_host_pending(t); ++i) {
         futoin_tool_iterate(t, 0);
     }

@@ -545,8 +545,6 @@ static void run_unlink(jsenv* e, jroot* r)
     r->run_prev = r->run_next = NULL;
 }
 
-/* the jroot lives as long as the C root: frags and cancel handlers of a
- * flow being torn down still read it */
 /* V8 does not see a flow's C memory (its root, steps, strands): told of it
  * in units of ROOT_EXT_STEP roots, it schedules major collections as flows
  * pile up, and abandoned ones (src sweep(), lib/AsyncSteps.js) go with them
@@ -570,6 +568,8 @@ static void roots_told(jsenv* e)
     }
 }
 
+/* the jroot lives as long as the C root: frags and cancel handlers of a
+ * flow being torn down still read it */
 static void root_release(void* p)
 {
     jroot* r = *(jroot**)p;
@@ -1714,8 +1714,6 @@ void jr_wake(jsenv* e, jroot* r)
     napi_close_handle_scope(env, hs);
 }
 
-/* abandon(h): the JS root of the weak root h was collected: nothing can
- * move its flow on any more; it ends without JS (C cancel handlers run) */
 /* externalTold() -> the bytes of C memory V8 was told the live roots hold */
 static napi_value n_external_told(napi_env env, napi_callback_info info)
 {
@@ -1725,6 +1723,8 @@ static napi_value n_external_told(napi_env env, napi_callback_info info)
     return r;
 }
 
+/* abandon(h): the JS root of the weak root h was collected: nothing can
+ * move its flow on any more; it ends without JS (C cancel handlers run) */
 static napi_value n_abandon(napi_env env, napi_callback_info info)
 {
     GET_ARGS(1);
