@@ -1732,8 +1732,7 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     fstrand* st = c->strand;
     /* a step queued for the host is in its callback's state too (a loop's
      * next iteration reuses the body done just before): not taken */
-    if (!st || (c->state != FS_EXEC && c->state != FS_EH) || st->top != c || st->in_host_q || !st->flow->taken
-            || !st->flow->tool->host_active) {
+    if (!st || (c->state != FS_EXEC && c->state != FS_EH) || st->top != c || st->in_host_q || !st->flow->taken) {
         fprintf(stderr, "futoin: InternalError: futoin_tool_host_done(): not a step taken with "
                         "futoin_tool_host_next() (ignored)\n");
         return;

@@ -552,7 +552,7 @@ static void run_unlink(jsenv* e, jroot* r)
 #define ROOT_EXT_STEP 1024
 #define ROOT_EXT_BYTES 1536 /* about a flow's share of C memory */
 
-static void roots_told(jsenv* e)
+static inline void roots_told(jsenv* e)
 {
     int64_t change = 0;
     if (e->live_roots >= (e->ext_units + 1) * ROOT_EXT_STEP) {
@@ -575,9 +575,7 @@ static void root_release(void* p)
     jroot* r = *(jroot**)p;
     jsenv* e = r->e;
     --e->live_roots;
-    if (e->ext_units > 1 && e->live_roots < (e->ext_units - 1) * ROOT_EXT_STEP) {
-        roots_told(e);
-    }
+    roots_told(e);
     run_unlink(e, r);
     free(r->jbuf);
     r->jbuf = NULL;
@@ -624,9 +622,8 @@ static jroot* root_new(jsenv* e, int test)
         return NULL;
     }
     *keep = r;
-    if (++e->live_roots >= (e->ext_units + 1) * ROOT_EXT_STEP) {
-        roots_told(e);
-    }
+    ++e->live_roots;
+    roots_told(e);
     return r;
 }
 

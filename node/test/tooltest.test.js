@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, deferred, T } = require('./helpers');
+const { $as, deferred, T, IMPL, isPolyglot } = require('./helpers');
 
 const AT = $as.AsyncToolTest;
 
@@ -399,14 +399,26 @@ test('an error() from outside any event under AsyncToolTest runs the handler ins
     assert.strictEqual(AT.hasEvents(), false);
 }));
 
-test('run() or nextEvent() inside an event of its own runs the events; inside a cancel handler the reference runs them, ours says it cannot (it spun for ever)', () => {
+/* the log of a child process running `body` under AsyncToolTest (a crash
+ * or a hang fails the test, not the runner) */
+const logOfChild = (body) => {
     const { spawnSync } = require('child_process');
-    const { IMPL, isPolyglot } = require('./helpers');
     const script = `
         const $as = require(${JSON.stringify(IMPL)});
         const AT = $as.AsyncToolTest;
         $as.installAsyncToolTest();
         const log = [];
+        ${body}
+        console.log(JSON.stringify(log));
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20000 });
+    assert.strictEqual(r.signal, null, 'it crashed or hung');
+    assert.strictEqual(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout);
+};
+
+test('run() or nextEvent() inside an event of its own runs the events; inside a cancel handler the reference runs them, ours says it cannot (it spun for ever)', () => {
+    const log = logOfChild(`
         const attempt = (where) => {
             try {
                 AT.run();
@@ -421,12 +433,7 @@ test('run() or nextEvent() inside an event of its own runs the events; inside a 
         AT.callLater(() => log.push('ev3'), 20);
         $as().add((as) => { as.setTimeout(5); as.setCancel(() => attempt('cancel')); }, (as, err) => log.push(err)).execute();
         AT.run();
-        console.log(JSON.stringify(log));
-    `;
-    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20000 });
-    assert.strictEqual(r.signal, null, 'it hung');
-    assert.strictEqual(r.status, 0, r.stderr);
-    const log = JSON.parse(r.stdout);
+    `);
     if (isPolyglot) {
         assert.deepStrictEqual(log, ['ev1', 'ev2', 'ev1 end', 'cancel threw true', 'Timeout', 'ev3']);
     } else {
@@ -435,13 +442,7 @@ test('run() or nextEvent() inside an event of its own runs the events; inside a 
 });
 
 test('nextEvent() inside a step whose own timeout is the next event: ours says it cannot and the step goes on (it crashed); the reference fires the timeout inside the step', () => {
-    const { spawnSync } = require('child_process');
-    const { IMPL, isPolyglot } = require('./helpers');
-    const script = `
-        const $as = require(${JSON.stringify(IMPL)});
-        const AT = $as.AsyncToolTest;
-        $as.installAsyncToolTest();
-        const log = [];
+    const log = logOfChild(`
         const next = (where) => {
             try {
                 AT.nextEvent();
@@ -460,12 +461,7 @@ test('nextEvent() inside a step whose own timeout is the next event: ours says i
             as.add((as) => { next('outer'); as.success(); });
         }, (as, err) => log.push('eh ' + err)).add((as) => log.push('after outer')).execute();
         AT.run();
-        console.log(JSON.stringify(log));
-    `;
-    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20000 });
-    assert.strictEqual(r.signal, null, 'it crashed or hung');
-    assert.strictEqual(r.status, 0, r.stderr);
-    const log = JSON.parse(r.stdout);
+    `);
     if (isPolyglot) {
         assert.deepStrictEqual(log, ['own threw true', 's2 1', 'outer threw true', 'after outer']);
     } else {
