@@ -986,6 +986,11 @@ class AsyncStepProtector {
         }
         if (object.sync === NATIVE_SYNC) {
             // Mutex, Throttle, Limiter (sync() not overridden): checked already
+            if (this._next !== null && (this._f & F_ADDED) === 0) {
+                // successStep() came first: its values go to the section's step, as add()
+                func = withValues(func, this._next);
+                this._next = null;
+            }
             object._add(this._root, this._h, func, onerror, this._h === CUR);
         } else {
             object.sync(this, func, onerror);

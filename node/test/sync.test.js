@@ -576,3 +576,21 @@ if (isPolyglot) {
         assert.deepStrictEqual(log, ['A in', 'C in']);
     });
 }
+
+test('successStep() before sync() in a step: the section\'s step gets its values', T, async () => {
+    // as add() after successStep(), for each built-in sync object (found by
+    // a differential fuzzer: the values were lost)
+    for (const obj of [new Mutex(), new Throttle(1, 10), new Limiter({ concurrent: 1 })]) {
+        const seen = [];
+        await runFlow((as) => {
+            as.successStep(3, 'y');
+            as.sync(obj, (as, ...args) => {
+                seen.push(['section', ...args]);
+            });
+            as.add((as, ...args) => {
+                seen.push(['after', ...args]);
+            });
+        });
+        assert.deepStrictEqual(seen, [['section', 3, 'y'], ['after']], obj.constructor.name);
+    }
+});
