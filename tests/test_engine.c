@@ -482,6 +482,33 @@ static void timeout_handlers_run_in_the_timer_turn_the_next_steps_later(void** s
 
 static FutoInAsyncSteps* g_waiting_step;
 
+static void f_wait_kept(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args);
+
+/* a turn (one run_one() event) that reaches a parallel runs the first bursts
+ * of its branches in that event, as the JS reference runs them inside the
+ * parallel step; the step after the parallel comes with a later event */
+static void run_one_turn_reaching_a_parallel_runs_its_branches(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_wait_kept, NULL);
+    FutoInAsyncSteps* p = r->api->parallel(r, NULL, NULL);
+    p->api->add(p, "b1", f_trace, NULL);
+    p->api->add(p, "b2", f_trace, NULL);
+    r->api->add(r, "last", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run_one(t), 1);
+    assert_int_equal(futoin_steps_is_waiting(g_waiting_step), 1);
+    g_waiting_step->api->success(g_waiting_step, NULL);
+    assert_trace("");
+    assert_int_equal(futoin_tool_run_one(t), 1);
+    assert_trace("b1|b2");
+    assert_int_equal(futoin_tool_run_one(t), 1);
+    assert_trace("b1|b2|last");
+    assert_int_equal(futoin_tool_run_one(t), 0);
+}
+
 static void f_wait_kept(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)data;
@@ -1813,6 +1840,7 @@ int main(void)
             T(branch_completed_from_outside_goes_on_at_once),
             T(cancel_handler_tells_the_error_it_unwinds),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
+            T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(is_waiting_tells_a_step_that_waits_for_an_event),
             T(is_waiting_tells_a_loop_body_that_waits),
             T(runs_substeps_tells_a_step_its_handler_moved_on),

@@ -384,6 +384,11 @@ FTN_HIDDEN void* fflow_state_var(
 /* 1 when the event (a task's or timer's cb and data) is of a flow the host
  * is inside a step of: it waits for that host_done() */
 FTN_HIDDEN int feng_event_waits(void (*cb)(void*), void* data);
+/* the flow of an event that is a turn of it (its run's generation in *gen),
+ * else NULL; after that event ran on its own (run_one()), feng_event_after()
+ * lets the branches the turn started take their first bursts in it too */
+FTN_HIDDEN fflow* feng_event_flow(void (*cb)(void*), void* data, uint32_t* gen);
+FTN_HIDDEN void feng_event_after(fflow* fl, uint32_t gen);
 FTN_HIDDEN void fstep_free_allocs(fstep* s);
 FTN_HIDDEN void* fstep_stack(fstep* s, size_t size, void (*cleanup)(void*));
 FTN_HIDDEN size_t fstep_small_item_size(void);

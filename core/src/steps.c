@@ -18,6 +18,7 @@ enum
 };
 
 static void strand_run(void* data);
+static void run_fresh_branches(fflow* fl, uint32_t gen);
 
 /* ---- pools ---- */
 
@@ -1198,6 +1199,26 @@ int feng_event_waits(void (*cb)(void*), void* data)
     return cb == step_timeout_cb && ((fstep*)data)->flow->taken != 0;
 }
 
+fflow* feng_event_flow(void (*cb)(void*), void* data, uint32_t* gen)
+{
+    if (cb != strand_run) {
+        return NULL;
+    }
+    fflow* fl = ((fstrand*)data)->flow;
+    *gen = fl->base.gen;
+    return fl;
+}
+
+void feng_event_after(fflow* fl, uint32_t gen)
+{
+    /* as host_done() does after a step: a parallel the turn reached runs
+     * its branches in this event, as the reference runs them inside the
+     * parallel step */
+    if (!fl->taken) {
+        run_fresh_branches(fl, gen);
+    }
+}
+
 static void step_timeout_cb(void* data)
 {
     fstep* s = data;
@@ -1685,6 +1706,17 @@ static int run_fresh_branch(fflow* fl)
     return 1;
 }
 
+/* the first bursts of the branches fl started (while its run since `gen`
+ * lasts), until one leaves a step to the host: the host runs that one next */
+static void run_fresh_branches(fflow* fl, uint32_t gen)
+{
+    FutoInAsyncTool* t = fl->tool;
+    uint32_t fresh_left = t->burst; /* an endless chain of them cannot hold the call */
+    while (fresh_left-- && fl->base.gen == gen && fl->fresh_n && !(t->host_q.head && t->host_q.head->flow == fl)
+           && run_fresh_branch(fl)) {
+    }
+}
+
 FutoInAsyncSteps* futoin_tool_host_next_of(FutoInAsyncSteps* root, void** data, const FutoInArgs** args)
 {
     fflow* fl = flow_of_root(root);
@@ -1783,10 +1815,7 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
         /* branches the flow started now run their first bursts before
          * anything else, as the reference runs them inside the parallel
          * step: one at a time, each until it leaves a step to the host */
-        uint32_t fresh_left = t->burst; /* an endless chain of them cannot hold the call */
-        while (fresh_left-- && fl->base.gen == gen && fl->fresh_n && !(t->host_q.head && t->host_q.head->flow == fl)
-                && run_fresh_branch(fl)) {
-        }
+        run_fresh_branches(fl, gen);
         ftool_rearm(t);
     }
 }

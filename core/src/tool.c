@@ -671,8 +671,11 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         t->running = 0;
         return 0;
     }
+    fflow* turned = NULL;
+    uint32_t gen = 0;
     if (task) {
         ftool_task_remove(t, task);
+        turned = feng_event_flow(task->cb, task->data, &gen);
         task_run(t, task);
         ran = 1;
     } else if (tm) {
@@ -695,6 +698,9 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         }
     }
     t->running = 0;
+    if (turned) {
+        feng_event_after(turned, gen);
+    }
     tool_arm(t, futoin_tool_next_delay(t));
     return ran;
 }

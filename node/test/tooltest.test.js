@@ -594,3 +594,42 @@ test('two step timeouts due at once are two events, each with its handler; the s
         }
         assert.deepStrictEqual(events, ['A Timeout', 'B Timeout', 'A next', 'B next']);
     }));
+
+test('a parallel after a step completed by an event starts its branches in the next event, as futoin-asyncsteps', withTestTool(() => {
+    // found by a differential fuzzer: the branches started one event later
+    for (const where of ['root', 'sub', 'sync']) {
+        const out = [];
+        let tick = 0;
+        const chain = (n) => {
+            if (n > 0) {
+                AT.callImmediate(() => {
+                    out.push(`tick${++tick}`);
+                    chain(n - 1);
+                });
+            }
+        };
+        const body = (as) => {
+            as.add((as) => {
+                as.waitExternal();
+                AT.callImmediate(() => {
+                    out.push('ext');
+                    as.success();
+                });
+            });
+            as.parallel().add((as) => out.push('branch1')).add((as) => out.push('branch2'));
+        };
+        const r = $as();
+        if (where === 'root') {
+            body(r);
+        } else if (where === 'sub') {
+            r.add(body);
+        } else {
+            r.add((as) => as.sync(new $as.Mutex(), body));
+        }
+        r.add((as) => out.push('after'));
+        r.execute();
+        chain(4);
+        AT.run();
+        assert.deepStrictEqual(out.join(' '), 'ext tick1 branch1 branch2 tick2 after tick3 tick4', where);
+    }
+}));
