@@ -768,6 +768,15 @@ class AsyncStepProtector {
         sanity(this);
         if (typeof func !== 'function' && isCStep(func)) {
             checkCEh(this, func, onerror);
+            if (this._next !== null && (this._f & F_ADDED) === 0) {
+                // successStep() came first: a step of its own hands its
+                // values to the C step (converted as from any JS step)
+                const values = this._next;
+                this._next = null;
+                this.add((as) => {
+                    as.success(...values);
+                });
+            }
             addC(this._h, func, onerror);
             this._f |= F_ADDED;
             return this;

@@ -266,6 +266,16 @@ if (isPolyglot) {
         assert.deepStrictEqual(r.args, [42, 'number']);
     });
 
+    test('successStep() then a C step in a step: the C step gets the values, as a JS step would', T, async () => {
+        const r = await runFlow((as) => {
+            as.successStep(21);
+            as.add(native.cstep(lib, 't_double'));
+            as.add((as, v) => as.success(v, typeof v));
+        });
+        assert.strictEqual(r.err, null, r.info);
+        assert.deepStrictEqual(r.args, [42, 'number']);
+    });
+
     test('strings and several values from C', T, async () => {
         const r = await runFlow((as) => {
             as.add((as) => as.success('h\u00e9llo'));
