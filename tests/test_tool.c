@@ -395,6 +395,22 @@ static void run_one_runs_exactly_one_event(void** state)
     assert_int_equal(futoin_tool_run_one(g_fx.tool), 0);
 }
 
+/* in virtual time a 0 ms timer is due at once, yet comes after the events
+ * queued before it and before those queued after it, as in the JS
+ * reference's AsyncToolTest, whose one queue keeps equal times in order */
+static void run_one_orders_a_zero_timer_among_the_immediates(void** state)
+{
+    (void)state;
+    imm("a");
+    dfr(0, "z0");
+    imm("b");
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 1);
+    assert_trace("a|z0@0|b");
+    assert_int_equal(futoin_tool_run_one(g_fx.tool), 0);
+}
+
 static void iterate_returns_delay_to_next_timer(void** state)
 {
     (void)state;
@@ -1419,6 +1435,7 @@ int main(void)
             T(iterate_max_tasks_bounds_work),
             T(iterate_returns_delay_to_next_timer),
             T(run_one_runs_exactly_one_event),
+            T(run_one_orders_a_zero_timer_among_the_immediates),
             T(next_delay_reports_without_running),
             T(advance_moves_virtual_time),
             T(custom_clock_drives_timers),

@@ -41,6 +41,7 @@ typedef struct ftask
     void (*cb)(void* data);
     void* data;
     uint64_t gen; /* bumped when the task runs or is cancelled */
+    uint64_t seq; /* timer_seq when queued: run_one() orders it among due timers */
     uint8_t queued;
     uint8_t pooled;
     uint8_t urgent; /* ftool_task_push_urgent(): part of the timer event that queued it */

@@ -633,3 +633,25 @@ test('a parallel after a step completed by an event starts its branches in the n
         assert.deepStrictEqual(out.join(' '), 'ext tick1 branch1 branch2 tick2 after tick3 tick4', where);
     }
 }));
+
+test('a step timeout of 0 (or none) comes after the events queued before it, as futoin-asyncsteps', withTestTool(() => {
+    // found by a differential fuzzer: a due step timeout jumped the queue
+    // (a negative or fractional one does the same here; the reference adds
+    // it to a clock of microseconds of real time, so its place depends on
+    // how fast the calls come)
+    for (const ms of [0, undefined, '0']) {
+        AT.resetEvents();
+        const out = [];
+        AT.callImmediate(() => out.push('imm-before'));
+        AT.callLater(() => out.push('later0-before'), 0);
+        $as().add((as) => {
+            out.push('step');
+            as.setTimeout(ms);
+        }, (as, err) => {
+            out.push(`EH ${err}`);
+        }).execute();
+        AT.callImmediate(() => out.push('imm-after'));
+        AT.run();
+        assert.strictEqual(out.join(' '), 'step imm-before later0-before EH Timeout imm-after', String(ms));
+    }
+}));
