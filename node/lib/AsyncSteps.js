@@ -170,6 +170,19 @@ const errorInC = (root, h, code, info) => {
     N.error(h, code, info);
 };
 
+/* break()/continue() raised on step h: the cancel handlers on the way hear
+ * of it as the root's error, which the state keeps out (the error handlers
+ * see it as last_exception, onError()) */
+const loopCtlInC = (root, h, kind, label) => {
+    root._jsErr = kind === RAISE_BREAK ? LOOP_BREAK : LOOP_CONT;
+    root._jsInfo = undefined;
+    if (kind === RAISE_BREAK) {
+        N.break(h, label);
+    } else {
+        N.continue(h, label);
+    }
+};
+
 /* on an error, handled or not, state.async_stack shows the step functions
  * run so far, as futoin-asyncsteps' _handle_error() */
 const keepAsyncStack = (root) => {
@@ -957,11 +970,7 @@ class AsyncStepProtector {
         } else {
             // from an event: the handlers on the way run now, as for error()
             this._root._waitH = undefined;
-            if (kind === RAISE_BREAK) {
-                N.break(this._h, label);
-            } else {
-                N.continue(this._h, label);
-            }
+            loopCtlInC(this._root, this._h, kind, label);
             errorsNow(this._root);
         }
         throw e;
@@ -2087,10 +2096,8 @@ const onThrow = (root, as, e) => {
         if (kind === RAISE_ERROR) {
             root.state.last_exception = e;
             errorInC(root, as._h, root._raiseCode, root._raiseInfo);
-        } else if (kind === RAISE_BREAK) {
-            N.break(as._h, root._raiseCode);
         } else {
-            N.continue(as._h, root._raiseCode);
+            loopCtlInC(root, as._h, kind, root._raiseCode);
         }
         return;
     }

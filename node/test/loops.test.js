@@ -583,3 +583,35 @@ test('repeat() of a fractional count runs up to it, forEach() of a Map always ad
     assert.strictEqual(r.err, null, r.info);
     assert.deepStrictEqual(seen, ['r0', 's0', 's1']);
 });
+
+test('break()/continue() from an error handler leaves no exception behind, also past a cancel handler of the body', T, async () => {
+    // found by a differential fuzzer: the body's cancel handler brought
+    // LoopBreak/LoopCont back into state.last_exception
+    for (const ctl of ['break', 'continue']) {
+        const seen = [];
+        const le = (as) => {
+            const e = as.state.last_exception;
+            return e === null ? 'null' : e && e.message;
+        };
+        let i = 0;
+        await runFlow((as) => {
+            as.loop((as) => {
+                if (i++ === 1) {
+                    seen.push(`iteration 2: ${le(as)}`);
+                    as.break();
+                }
+                as.setCancel(() => seen.push('cancel'));
+                as.add((as) => {
+                    as.error('Inside');
+                }, (as, err) => {
+                    seen.push(`eh ${err}`);
+                    as[ctl]();
+                });
+            });
+            as.add((as) => seen.push(`after: ${le(as)}`));
+        });
+        assert.deepStrictEqual(seen, ctl === 'break'
+            ? ['eh Inside', 'cancel', 'after: null']
+            : ['eh Inside', 'cancel', 'iteration 2: null', 'after: null'], ctl);
+    }
+});
