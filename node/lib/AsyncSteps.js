@@ -170,19 +170,6 @@ const errorInC = (root, h, code, info) => {
     N.error(h, code, info);
 };
 
-/* break()/continue() raised on step h: the cancel handlers on the way hear
- * of it as the root's error, which the state keeps out (the error handlers
- * see it as last_exception, onError()) */
-const loopCtlInC = (root, h, kind, label) => {
-    root._jsErr = kind === RAISE_BREAK ? LOOP_BREAK : LOOP_CONT;
-    root._jsInfo = undefined;
-    if (kind === RAISE_BREAK) {
-        N.break(h, label);
-    } else {
-        N.continue(h, label);
-    }
-};
-
 /* on an error, handled or not, state.async_stack shows the step functions
  * run so far, as futoin-asyncsteps' _handle_error() */
 const keepAsyncStack = (root) => {
@@ -256,6 +243,19 @@ const deferRaise = (root, e, kind, code, info) => {
     root._raiseKind = kind;
     root._raiseCode = code;
     root._raiseInfo = info;
+};
+
+/* break()/continue() raised on step h: the cancel handlers on the way hear
+ * of it as the root's error, which the state keeps out (the error handlers
+ * see it as last_exception, onError()) */
+const loopCtlInC = (root, h, kind, label) => {
+    root._jsErr = kind === RAISE_BREAK ? LOOP_BREAK : LOOP_CONT;
+    root._jsInfo = undefined;
+    if (kind === RAISE_BREAK) {
+        N.break(h, label);
+    } else {
+        N.continue(h, label);
+    }
 };
 
 /* a call on the interface of a step that ended throws, state untouched */
@@ -781,11 +781,10 @@ class AsyncStepProtector {
         sanity(this);
         if (typeof func !== 'function' && isCStep(func)) {
             checkCEh(this, func, onerror);
-            if (this._next !== null && (this._f & F_ADDED) === 0) {
-                // successStep() came first: a step of its own hands its
-                // values to the C step (converted as from any JS step)
-                const values = this._next;
-                this._next = null;
+            const values = takeNext(this);
+            if (values !== null) {
+                // a step of its own hands them to the C step (converted as
+                // from any JS step)
                 this.add((as) => {
                     as.success(...values);
                 });
@@ -796,11 +795,9 @@ class AsyncStepProtector {
         }
         checkFunc(this, func);
         checkOnError(this, onerror);
-        if (this._next !== null && (this._f & F_ADDED) === 0) {
-            // successStep() came first: as in futoin-asyncsteps, its values
-            // go to the first sub-step
-            func = withValues(func, this._next);
-            this._next = null;
+        const values = takeNext(this);
+        if (values !== null) {
+            func = withValues(func, values);
         }
         const k = register(func, onerror);
         if (this._h === CUR) {
@@ -1004,10 +1001,9 @@ class AsyncStepProtector {
         }
         if (object.sync === NATIVE_SYNC) {
             // Mutex, Throttle, Limiter (sync() not overridden): checked already
-            if (this._next !== null && (this._f & F_ADDED) === 0) {
-                // successStep() came first: its values go to the section's step, as add()
-                func = withValues(func, this._next);
-                this._next = null;
+            const values = takeNext(this);
+            if (values !== null) {
+                func = withValues(func, values); // the section's step, as add()
             }
             object._add(this._root, this._h, func, onerror, this._h === CUR);
         } else {
@@ -2112,6 +2108,17 @@ const onThrow = (root, as, e) => {
     // a thrown exception leaves error_info as it was, as in futoin-asyncsteps:
     // C keeps the same, so every handler further out sees it
     errorInC(root, as._h, errorCode(e), infoArg(root.state.error_info));
+};
+
+/* the values of a successStep() before the first sub-step `as` adds, which
+ * gets them (as in futoin-asyncsteps), else null */
+const takeNext = (as) => {
+    const values = as._next;
+    if (values === null || (as._f & F_ADDED) !== 0) {
+        return null;
+    }
+    as._next = null;
+    return values;
 };
 
 /* func, called with `values` whatever it is handed */
