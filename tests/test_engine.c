@@ -757,6 +757,40 @@ static void in_branch_tells_a_parallel_branch_step(void** state)
     r->api->cancel(r);
 }
 
+static FutoInAsyncSteps* g_outer_step;
+
+/* a step whose sub-step waits (its handler recovers), then "after" */
+static void outer_of_waiting_sub(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    g_outer_step = bsi;
+    bsi->api->add(bsi, NULL, f_wait_kept, eh_recover);
+    bsi->api->add(bsi, "after", f_trace, NULL);
+}
+
+/* fail_waiting() on a step of a parallel branch fails the step that branch
+ * waits at, as the JS reference's error() on the branch's own root: the
+ * branch recovers and the parallel goes on (on the root it fails the
+ * parallel step) */
+static void fail_waiting_on_a_branch_step_fails_that_branch(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_trace);
+    p->api->add(p, NULL, outer_of_waiting_sub, NULL);
+    p->api->add(p, "b2", f_trace, NULL);
+    r->api->add(r, "last", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("b2");
+    assert_int_equal(futoin_steps_fail_waiting(g_outer_step, "Ext", "branch"), 1);
+    assert_int_equal(futoin_steps_fail_waiting(g_outer_step, "Ext", "twice"), 0); /* failing already */
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("b2|recover:Ext|after|last");
+    assert_string_equal(error_info(r), "branch");
+}
+
 /* a new root with the hook (tag as its data), waiting in a step that traces
  * `name` and has a cancel handler */
 static FutoInAsyncSteps* waiting_root(const char* tag, const char* name)
@@ -1846,6 +1880,7 @@ int main(void)
             T(runs_substeps_tells_a_step_its_handler_moved_on),
             T(goes_on_later_tells_a_flow_completed_from_outside),
             T(in_branch_tells_a_parallel_branch_step),
+            T(fail_waiting_on_a_branch_step_fails_that_branch),
             T(parallel_failed_tells_a_branch_error_waiting),
             T(failed_parallel_handlers_run_before_queued_work),
             T(cancel_after_outside_success_spares_ended_steps),

@@ -1990,15 +1990,21 @@ int futoin_steps_finish_done(FutoInAsyncSteps* root)
     return fl->base.gen != gen || !(fl->flags & FL_RUNNING);
 }
 
-int futoin_steps_fail_waiting(FutoInAsyncSteps* root, const char* code, const char* info)
+int futoin_steps_fail_waiting(FutoInAsyncSteps* at, const char* code, const char* info)
 {
-    fflow* fl = flow_of_root(root);
-    if (!fl || !(fl->flags & FL_RUNNING) || !ftool_is_loop_thread(fl->tool)) {
+    if (!futoin_steps_is_native(at)) {
         return 0;
     }
-    fstep* s = fl->main.top;
-    if (!s || s == &fl->base || (s->state != FS_WAIT && s->state != FS_PAR) || (s->flags & F_SUCCESS) ||
-        fl->main.err_pending) {
+    const fstep* a = fstep_of(at);
+    fflow* fl = a->kind == FK_ROOT ? flow_of_root(at) : a->state == FS_SUB ? a->flow : NULL;
+    if (!fl || fl->tool->dying || !(fl->flags & FL_RUNNING) || !ftool_is_loop_thread(fl->tool)) {
+        return 0;
+    }
+    /* a step's sequence may be a parallel branch's */
+    fstrand* st = a->kind == FK_ROOT ? &fl->main : a->strand;
+    fstep* s = st->top;
+    if (!s || s == st->base || (s->state != FS_WAIT && s->state != FS_PAR) || (s->flags & F_SUCCESS) ||
+        st->err_pending) {
         return 0;
     }
     feng_external_error(s, code ? code : FUTOIN_ERR_INTERNAL_ERROR, info);

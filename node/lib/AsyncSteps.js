@@ -96,8 +96,10 @@ const sanity = isProduction ? () => {} : (asp) => {
         }
     } else if ((asp._f & F_ADDED) !== 0 && asp._h !== CUR && !asp._root._foreign && !N.isTop(asp._h)) {
         // from outside its flow, while its sub-steps run: the flow fails
-        // where it is, as futoin-asyncsteps' root.error() from an event
-        asp._root.error('InternalError', 'Invalid call (sanity check)');
+        // where it is, as futoin-asyncsteps' root.error() from an event (a
+        // parallel branch where that branch is: the reference runs it as a
+        // root of its own)
+        rootError(asp._root, 'InternalError', 'Invalid call (sanity check)', N.inBranch(asp._h) ? asp._h : undefined);
     }
 };
 
@@ -325,19 +327,58 @@ const settle = (root) => {
 };
 
 /* error from outside on the step the running root's flow waits at that JS
- * does not know (a C step, a sync object's queue): whether raised */
-const failWaiting = (root, code, error_info) => {
+ * does not know (a C step, a sync object's queue), or (at: a handle) at
+ * the step the sequence of step `at` waits at: whether raised */
+const failWaiting = (root, code, error_info, at) => {
     if (root._foreign || root._h === undefined) {
         return false;
     }
     const info = infoArg(error_info);
-    if (!N.failWaiting(root._h, code, info)) {
+    if (!N.failWaiting(root._h, code, info, at)) {
         return false;
     }
     root._jsErr = code;
     root._jsInfo = info;
     keepAsyncStack(root);
     return true;
+};
+
+/* root.error(name, error_info); at: the handle of a step in a parallel
+ * branch whose sequence fails instead of the flow's */
+const rootError = (root, name, error_info, at) => {
+    settle(root); // a run that ended leaves a handle that is gone
+    // inside a callback of its own flow the thrown Error fails the step
+    // that runs, as in futoin-asyncsteps, not the one that waits
+    const mine = CUR_ROOT === root;
+    const h = mine ? undefined : takeWaiting(root);
+    // in a parallel branch: failWaiting() fails the parallel step (with
+    // `at`, that branch's waiting step), as futoin-asyncsteps runs each
+    // branch as a root of its own
+    if (h !== undefined && !N.inBranch(h)) {
+        // as futoin-asyncsteps: the running flow fails at its waiting step
+        raise(root, h, name, error_info, signalError(name, AsyncSteps.prototype.error));
+    }
+    const failed = root._running && !mine && failWaiting(root, name, error_info, at);
+    if (root._running && !mine && !failed && (root._foreign || !N.goesOnLater(root._h))) {
+        // a callback of the flow runs (a nested execute()): the error
+        // fails nothing, the running flow's state stays its own
+        throw new Error(name);
+    }
+    const e = stateError(root.state, signalError(name, AsyncSteps.prototype.error), error_info, mine);
+    if (!root._running) {
+        // as futoin-asyncsteps: the queued steps are dropped, the
+        // state shows the (last run's) executed steps
+        root._ops = [];
+        root._slow = false;
+        root.state.async_stack = root._exec_stack;
+    } else if (failed) {
+        errorsNow(root); // failWaiting() failed its waiting step
+    } else if (!mine) {
+        // its next step waits for a later turn: as futoin-asyncsteps,
+        // the error cancels the flow (no handler runs)
+        root.cancel();
+    }
+    throw e;
 };
 
 /* root's step that waits for an event (taken: it waits no more), else undefined */
@@ -1231,38 +1272,7 @@ class AsyncSteps {
     }
 
     error(name, error_info) {
-        settle(this); // a run that ended leaves a handle that is gone
-        // inside a callback of its own flow the thrown Error fails the step
-        // that runs, as in futoin-asyncsteps, not the one that waits
-        const mine = CUR_ROOT === this;
-        const h = mine ? undefined : takeWaiting(this);
-        // in a parallel branch: the parallel step fails (failWaiting()), as
-        // futoin-asyncsteps runs each branch as a root of its own
-        if (h !== undefined && !N.inBranch(h)) {
-            // as futoin-asyncsteps: the running flow fails at its waiting step
-            raise(this, h, name, error_info, signalError(name, AsyncSteps.prototype.error));
-        }
-        const failed = this._running && !mine && failWaiting(this, name, error_info);
-        if (this._running && !mine && !failed && (this._foreign || !N.goesOnLater(this._h))) {
-            // a callback of the flow runs (a nested execute()): the error
-            // fails nothing, the running flow's state stays its own
-            throw new Error(name);
-        }
-        const e = stateError(this.state, signalError(name, AsyncSteps.prototype.error), error_info, mine);
-        if (!this._running) {
-            // as futoin-asyncsteps: the queued steps are dropped, the
-            // state shows the (last run's) executed steps
-            this._ops = [];
-            this._slow = false;
-            this.state.async_stack = this._exec_stack;
-        } else if (failed) {
-            errorsNow(this); // failWaiting() failed its waiting step
-        } else if (!mine) {
-            // its next step waits for a later turn: as futoin-asyncsteps,
-            // the error cancels the flow (no handler runs)
-            this.cancel();
-        }
-        throw e;
+        rootError(this, name, error_info, undefined);
     }
 
     copyFrom(other) {

@@ -1394,21 +1394,24 @@ static napi_value n_finish_done(napi_env env, napi_callback_info info)
     return running_root_query(env, info, futoin_steps_finish_done);
 }
 
-/* failWaiting(h, code, info) -> whether raised: error() on the running
- * root h fails its flow at the step it waits at, wherever that step is (a
- * C step, a sync object's queue), as futoin-asyncsteps' root error() */
+/* failWaiting(h, code, info, stepH) -> whether raised: error() on the
+ * running root h fails its flow at the step it waits at, wherever that step
+ * is (a C step, a sync object's queue), as futoin-asyncsteps' root error();
+ * with stepH (a step of h whose sub-steps run), at the step its sequence
+ * waits at, which may be a parallel branch's */
 static napi_value n_fail_waiting(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(3);
+    GET_ARGS(4);
     hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
+    hslot* step = jh_get(e, argv[3], KINDS_STEP);
     napi_value out;
-    if (!h || !h->root->running) {
+    if (!h || !h->root->running || (step && step->root != h->root)) {
         NAPI_OK(napi_get_boolean(env, false, &out));
         return out;
     }
     char* code = js_strdup(env, argv[1]);
     char* inf = js_strdup(env, argv[2]);
-    const int raised = futoin_steps_fail_waiting(h->bsi, code ? code : "", inf);
+    const int raised = futoin_steps_fail_waiting(step ? step->bsi : h->bsi, code ? code : "", inf);
     if (raised) {
         jerr_set(h->root, code, inf); /* JS sets _jsErr and _jsInfo to them */
     }

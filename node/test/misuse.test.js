@@ -266,6 +266,49 @@ test('from an event, a call on a step whose sub-steps run fails the flow where i
     }
 });
 
+test('from an event, a call on a parallel branch\'s step whose sub-steps run fails that branch where it is', T, async () => {
+    // as futoin-asyncsteps, where each branch runs as a root of its own: the
+    // branch's waiting step fails, its handler recovers, the parallel goes on
+    for (const [name, call] of [
+        ['success', (as) => as.success()],
+        ['add', (as) => as.add((as) => {})],
+        ['error', (as) => as.error('Late')],
+    ]) {
+        const trace = [];
+        const r = await runFlow((as) => {
+            as.parallel((as, err) => trace.push(`parallel handler ${err}`))
+                .add((as) => {
+                    const parent = as;
+                    as.add((as) => {
+                        as.waitExternal();
+                        setImmediate(() => {
+                            try {
+                                call(parent);
+                                trace.push('no throw');
+                            } catch (e) {
+                                trace.push(`throws ${e.message}`);
+                            }
+                        });
+                    }, (as, err) => {
+                        trace.push(`sub handler ${err} ${as.state.error_info}`);
+                        as.success('rec');
+                    });
+                    as.add((as, v) => trace.push(`branch goes on ${v}`));
+                })
+                .add((as) => trace.push('other branch'));
+            as.add((as) => trace.push('after parallel'));
+        });
+        assert.strictEqual(r.err, null, name);
+        assert.deepStrictEqual(trace, [
+            'other branch',
+            'sub handler InternalError Invalid call (sanity check)',
+            'throws InternalError',
+            'branch goes on rec',
+            'after parallel',
+        ], name);
+    }
+});
+
 test('NODE_ENV=production skips the argument checks', () => {
     const script = `
         const $as = require(${JSON.stringify(IMPL)});

@@ -231,11 +231,13 @@ FUTOIN_API int futoin_steps_goes_on_later(FutoInAsyncSteps* root);
 /* An error raised from outside on the step root's running flow waits at:
  * the innermost step of its main sequence (a step waiting for an event, to
  * enter a sync object, or for its parallel branches), as the JS reference's
- * error() on a running root fails its flow. Returns 1 when raised (the
- * handlers run as after handle_error() on that step), 0 when the flow waits
- * at no such step (idle, inside a callback, ready to go on, already
- * failing) or on another thread. */
-FUTOIN_API int futoin_steps_fail_waiting(FutoInAsyncSteps* root, const char* code, const char* info);
+ * error() on a running root fails its flow. `at` may also be a step whose
+ * sub-steps run: then the innermost step of its own sequence, which may be
+ * a parallel branch (as the reference's error() on a branch's root).
+ * Returns 1 when raised (the handlers run as after handle_error() on that
+ * step), 0 when the flow waits at no such step (idle, inside a callback,
+ * ready to go on, already failing) or on another thread. */
+FUTOIN_API int futoin_steps_fail_waiting(FutoInAsyncSteps* at, const char* code, const char* info);
 /* `done(root, data)` runs right after the last step of each run of root's
  * flow that completes (not on an unhandled error, nor on cancel); it may
  * free root. NULL clears it. Saves a last step that only reports the end. */
