@@ -2,6 +2,7 @@
 #include "helpers.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* 1. free(root) from a cancel handler during an outside cancel() was lost */
 static FutoInAsyncSteps* g_root;
@@ -414,6 +415,68 @@ static void loop_only_slot_from_another_thread_is_only_reported(void** state)
     assert_trace("after");
 }
 
+/* 7b. futoin_steps_new() and free() of roots from another thread raced with
+ * the loop thread on the tool's pooled roots (the C++ reference's
+ * instance_concurrent_inner makes and frees roots of one tool on two
+ * threads at once). A root made there has memory of its own and then runs
+ * on the loop thread as any root; a free() from there is posted */
+static atomic_int g_churn_started;
+static atomic_int g_churn_stop;
+static FutoInAsyncSteps* g_remote_root;
+static size_t g_remote_made;
+
+static void* remote_roots_thread(void* arg)
+{
+    FutoInAsyncTool* t = arg;
+    while (!atomic_load(&g_churn_started)) {
+        /* the loop thread makes roots meanwhile */
+    }
+    for (int i = 0; i < 2000; ++i) {
+        FutoInAsyncSteps* r = futoin_steps_new(t);
+        if (!r) {
+            break;
+        }
+        ++g_remote_made;
+        r->api->free(r);
+    }
+    g_remote_root = futoin_steps_new(t);
+    atomic_store(&g_churn_stop, 1);
+    return NULL;
+}
+
+static void churn_roots_on_loop(void* data)
+{
+    size_t* made = data;
+    atomic_store(&g_churn_started, 1);
+    while (!atomic_load(&g_churn_stop)) {
+        FutoInAsyncSteps* r = futoin_steps_new(g_fx.tool);
+        assert_non_null(r);
+        r->api->free(r);
+        ++*made;
+    }
+}
+
+static void roots_made_and_freed_on_another_thread(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    size_t loop_made = 0;
+    g_remote_made = 0;
+    g_fx.root->api->sched_immediate(g_fx.root, &loop_made, churn_roots_on_loop);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, remote_roots_thread, t), 0);
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(g_remote_made, 2000);
+    assert_true(loop_made > 0);
+    assert_non_null(g_remote_root);
+    g_remote_root->api->add(g_remote_root, "remote", f_trace, NULL);
+    g_remote_root->api->execute(g_remote_root, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_trace("remote");
+    g_remote_root->api->free(g_remote_root);
+}
+
 /* 8. out of memory copying an error code kept the previous code: a body's
  * error after a continueLoop() was read as LoopCont and the loop went on */
 static int g_fail_allocs;
@@ -543,6 +606,7 @@ int main(void)
             T(limiter_reentrant_cancel_keeps_outer_hold),
             T(sync_with_args_allocates_nothing),
             T(loop_only_slot_from_another_thread_is_only_reported),
+            T(roots_made_and_freed_on_another_thread),
             T(error_code_lost_to_oom_is_not_the_previous_one),
             T(cross_thread_success_out_of_memory_cleans_values),
             T(loop_label_lost_to_oom_fails_the_flow),

@@ -102,6 +102,7 @@ static void* api_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*
 /* ---- cross-thread completion ---- */
 
 static void api_cancel(FutoInAsyncSteps* bsi);
+static void api_free(FutoInAsyncSteps* bsi);
 
 /* a post is for the life of the step it was made for, not a reused slot */
 static int post_current(fpost* m, const char* slot)
@@ -463,8 +464,26 @@ static FutoInAsyncSteps* api_new_instance(FutoInAsyncSteps* bsi)
     return s ? futoin_steps_new(s->flow->tool) : NULL;
 }
 
+static void post_free_root(fpost* m)
+{
+    if (post_current(m, "free()")) {
+        api_free(m->bsi);
+    }
+}
+
 static void api_free(FutoInAsyncSteps* bsi)
 {
+    FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
+    if (t && !ftool_is_loop_thread(t)) {
+        /* the root's memory goes back to the tool's pool: on its thread */
+        fpost* m = post_new(bsi, post_free_root);
+        if (m) {
+            ftool_post(t, m);
+        } else {
+            report("free()", "out of memory");
+        }
+        return;
+    }
     fstep* s = live(bsi, "free()");
     if (!s) {
         return;
@@ -552,7 +571,8 @@ FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool)
     if (!tool || tool->dying) {
         return NULL;
     }
-    fflow* fl = feng_flow_new(tool);
+    /* on another thread too, as the C++ reference allows */
+    fflow* fl = ftool_is_loop_thread(tool) ? feng_flow_new(tool) : feng_flow_new_remote(tool);
     return fl ? &fl->base.iface : NULL;
 }
 

@@ -63,6 +63,24 @@ typedef struct ftimer
  * the tool's (in order) and its flow's own (the same order, so the host
  * takes a flow's next step at once). */
 struct fstrand;
+/* the calling thread: its thread pointer where the compiler reads it
+ * inline (the same value as pthread_self(), which is a call into libc) */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 && (defined(__x86_64__) || defined(__aarch64__))
+typedef void* fthread_id;
+static inline fthread_id fthread_self(void)
+{
+    return __builtin_thread_pointer();
+}
+static inline int fthread_same(fthread_id a, fthread_id b)
+{
+    return a == b;
+}
+#else
+typedef pthread_t fthread_id;
+#define fthread_self pthread_self
+#define fthread_same pthread_equal
+#endif
+
 typedef struct fhq_link
 {
     struct fstrand* next;
@@ -148,7 +166,7 @@ struct FutoInAsyncTool_
     uint64_t vnow;
     int virtual_time;
     /* threads */
-    pthread_t owner;
+    fthread_id owner;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     fpost* posts;
@@ -160,6 +178,7 @@ struct FutoInAsyncTool_
     /* roots and sync objects of it not freed yet: futoin_tool_free() of a
      * tool with some leaves it dying, gone with the last of them */
     uint32_t live;
+    atomic_uint remote_live; /* the roots of live made on another thread */
     int dying;
     /* host loop */
     FutoInLoopHooks hooks;
@@ -170,8 +189,10 @@ struct FutoInAsyncTool_
 
 FTN_HIDDEN uint64_t ftool_now(FutoInAsyncTool* t);
 FTN_HIDDEN uint64_t ftool_root_id(FutoInAsyncTool* t);
+FTN_HIDDEN uint64_t ftool_root_id_remote(void);
 FTN_HIDDEN void ftool_hold(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_drop(FutoInAsyncTool* t);
+FTN_HIDDEN void ftool_drop_remote(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_task_push(FutoInAsyncTool* t, ftask* task);
 /* ahead of everything queued (what the reference does inside the current call) */
 FTN_HIDDEN void ftool_task_push_front(FutoInAsyncTool* t, ftask* task);
@@ -182,7 +203,11 @@ FTN_HIDDEN void ftool_task_push_urgent(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN ftimer* ftool_timer_start(
         FutoInAsyncTool* t, uint32_t delay_ms, void (*cb)(void*), void* data);
 FTN_HIDDEN void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen);
-FTN_HIDDEN int ftool_is_loop_thread(FutoInAsyncTool* t);
+/* inline and cheap: each root made and freed checks it */
+static inline int ftool_is_loop_thread(FutoInAsyncTool* t)
+{
+    return fthread_same(fthread_self(), t->owner);
+}
 /* Queue a message from another thread; takes ownership of msg. */
 FTN_HIDDEN void ftool_post(FutoInAsyncTool* t, fpost* msg);
 FTN_HIDDEN void ftool_drop_posts(FutoInAsyncTool* t);
@@ -340,7 +365,8 @@ enum fflow_flags
 {
     FL_RUNNING = 1 << 0,
     FL_CANCEL_REQ = 1 << 1,
-    FL_FREE_REQ = 1 << 2
+    FL_FREE_REQ = 1 << 2,
+    FL_REMOTE = 1 << 3 /* made on another thread: counted in the tool's remote_live */
 };
 
 typedef struct fflow
@@ -378,6 +404,7 @@ FTN_HIDDEN extern const FutoInAsyncStepsAPI ftn_steps_api;
 FTN_HIDDEN const char* fflow_info(fflow* fl);
 FTN_HIDDEN void fflow_set_info(fflow* fl, const char* info);
 FTN_HIDDEN void fflow_vars_free(fflow* fl);
+FTN_HIDDEN fflow* feng_flow_new_remote(FutoInAsyncTool* t);
 FTN_HIDDEN void* fflow_state_var(
         fflow* fl, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*));

@@ -102,7 +102,14 @@ static void frame_drop_queue(FutoInAsyncTool* t, fstep* f)
     queue_drop(t, head);
 }
 
+static void strand_init_id(fstrand* st, fflow* fl, fstep* base, ptrdiff_t id);
+
 static void strand_init(fstrand* st, fflow* fl, fstep* base)
+{
+    strand_init_id(st, fl, base, (ptrdiff_t)ftool_root_id(fl->tool));
+}
+
+static void strand_init_id(fstrand* st, fflow* fl, fstep* base, ptrdiff_t id)
 {
     memset(&st->task, 0, sizeof(st->task));
     st->task.cb = strand_run;
@@ -113,7 +120,7 @@ static void strand_init(fstrand* st, fflow* fl, fstep* base)
     st->top = base;
     st->par = NULL;
     st->sib_next = st->sib_prev = NULL;
-    st->id = (ptrdiff_t)ftool_root_id(fl->tool);
+    st->id = id;
     /* out_args is empty whenever a strand is idle or pooled */
     st->err_pending = 0;
     st->info_pending = 0;
@@ -1301,19 +1308,48 @@ void feng_cancel(fflow* fl)
     }
 }
 
+static fflow* flow_alloc(FutoInAsyncTool* t)
+{
+    fflow* fl = ftn_calloc(sizeof(*fl));
+    if (fl) {
+        *(const FutoInAsyncStepsAPI**)&fl->base.iface.api = &ftn_steps_api;
+        fl->tool = t;
+    }
+    return fl;
+}
+
+static void flow_init(fflow* fl, ptrdiff_t id);
+
 fflow* feng_flow_new(FutoInAsyncTool* t)
 {
     fflow* fl = t->free_flows;
     if (fl) {
         t->free_flows = fl->next_free;
-    } else {
-        fl = ftn_calloc(sizeof(*fl));
-        if (!fl) {
-            return NULL;
-        }
-        *(const FutoInAsyncStepsAPI**)&fl->base.iface.api = &ftn_steps_api;
-        fl->tool = t;
+    } else if (!(fl = flow_alloc(t))) {
+        return NULL;
     }
+    flow_init(fl, (ptrdiff_t)ftool_root_id(t));
+    ftool_hold(t);
+    return fl;
+}
+
+/* on another thread: memory of its own and an id and a hold that touch
+ * nothing the loop thread changes; freed (on the loop thread) into the
+ * tool's pool as any root */
+fflow* feng_flow_new_remote(FutoInAsyncTool* t)
+{
+    fflow* fl = flow_alloc(t);
+    if (!fl) {
+        return NULL;
+    }
+    flow_init(fl, (ptrdiff_t)ftool_root_id_remote());
+    fl->flags = FL_REMOTE;
+    atomic_fetch_add_explicit(&t->remote_live, 1, memory_order_relaxed);
+    return fl;
+}
+
+static void flow_init(fflow* fl, ptrdiff_t id)
+{
     fl->next_free = NULL;
     ++fl->base.gen;
     fl->base.kind = FK_ROOT;
@@ -1334,9 +1370,7 @@ fflow* feng_flow_new(FutoInAsyncTool* t)
     fl->host_q.head = fl->host_q.tail = NULL;
     fl->fresh_n = 0;
     fl->par_failed = 0;
-    strand_init(&fl->main, fl, &fl->base);
-    ftool_hold(t);
-    return fl;
+    strand_init_id(&fl->main, fl, &fl->base, id);
 }
 
 void feng_flow_free(fflow* fl)
@@ -1361,7 +1395,13 @@ void feng_flow_free(fflow* fl)
     --fl->depth;
     fl->next_free = t->free_flows;
     t->free_flows = fl;
-    ftool_drop(t); /* the last of a freed tool's: it goes now */
+    /* the last of a freed tool's: it goes now */
+    if (fl->flags & FL_REMOTE) {
+        fl->flags &= ~FL_REMOTE;
+        ftool_drop_remote(t);
+    } else {
+        ftool_drop(t);
+    }
 }
 
 static void strand_free_bufs(fstrand* st)

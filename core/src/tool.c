@@ -29,7 +29,7 @@ FutoInAsyncTool* futoin_tool_new(void)
     fpool_init(&t->small_pool, fstep_small_item_size(), offsetof(falloc, next), 64);
     t->burst = 100;
     t->clock = ftool_monotonic_ms;
-    t->owner = pthread_self();
+    t->owner = fthread_self();
     t->posts_tail = &t->posts;
     t->armed_delay = -2;
     t->armed_deadline = UINT64_MAX;
@@ -67,12 +67,13 @@ void futoin_tool_free(FutoInAsyncTool* t)
     for (int round = 0; round < 100 && atomic_load_explicit(&t->has_posts, memory_order_acquire); ++round) {
         ftool_drain_posts(t);
     }
-    if (t->live) {
+    const unsigned left = t->live + atomic_load_explicit(&t->remote_live, memory_order_acquire);
+    if (left) {
         /* misuse, but their memory is the tool's: not a crash later */
         fprintf(stderr,
                 "futoin: InternalError: futoin_tool_free(): %u of its roots or sync objects are not freed; "
                 "it goes with the last of them\n",
-                (unsigned)t->live);
+                left);
         t->dying = 1;
         return;
     }
@@ -86,7 +87,15 @@ void ftool_hold(FutoInAsyncTool* t)
 
 void ftool_drop(FutoInAsyncTool* t)
 {
-    if (--t->live == 0 && t->dying) {
+    if (--t->live == 0 && t->dying && !atomic_load_explicit(&t->remote_live, memory_order_acquire)) {
+        tool_destroy(t);
+    }
+}
+
+/* a root made on another thread is freed (on the loop thread) */
+void ftool_drop_remote(FutoInAsyncTool* t)
+{
+    if (atomic_fetch_sub_explicit(&t->remote_live, 1, memory_order_acq_rel) == 1 && !t->live && t->dying) {
         tool_destroy(t);
     }
 }
@@ -131,6 +140,12 @@ void futoin_tool_advance(FutoInAsyncTool* t, uint64_t ms)
 #define ROOT_ID_BLOCK 65536u
 static _Atomic uint64_t g_root_ids = 1;
 
+/* off the loop thread: an id of its own from the global counter */
+uint64_t ftool_root_id_remote(void)
+{
+    return atomic_fetch_add_explicit(&g_root_ids, 1, memory_order_relaxed);
+}
+
 uint64_t ftool_root_id(FutoInAsyncTool* t)
 {
     if (FTN_UNLIKELY(t->next_root_id == t->root_id_end)) {
@@ -153,14 +168,10 @@ uint64_t futoin_tool_now(FutoInAsyncTool* t)
 void futoin_tool_bind_thread(FutoInAsyncTool* t)
 {
     if (t) {
-        t->owner = pthread_self();
+        t->owner = fthread_self();
     }
 }
 
-int ftool_is_loop_thread(FutoInAsyncTool* t)
-{
-    return pthread_equal(pthread_self(), t->owner);
-}
 
 /* ---- immediates ---- */
 
@@ -642,8 +653,8 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         return 0;
     }
     t->running = 1;
-    if (FTN_UNLIKELY(!pthread_equal(t->owner, pthread_self()))) {
-        t->owner = pthread_self();
+    if (FTN_UNLIKELY(!fthread_same(t->owner, fthread_self()))) {
+        t->owner = fthread_self();
     }
     ftool_drain_posts(t);
     int ran = 0;
@@ -723,8 +734,8 @@ static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int timers)
         return 0; /* nested in the tool's callbacks or a host step: nothing runs */
     }
     t->running = 1;
-    if (FTN_UNLIKELY(!pthread_equal(t->owner, pthread_self()))) {
-        t->owner = pthread_self();
+    if (FTN_UNLIKELY(!fthread_same(t->owner, fthread_self()))) {
+        t->owner = fthread_self();
     }
     ftool_drain_posts(t);
     if (timers && t->virtual_time && !t->q_head && t->heap_len && t->heap[0]->deadline > t->vnow) {

@@ -187,8 +187,9 @@ struct FutoInAsyncStepsAPI_
             int (*isValid)(FutoInAsyncSteps* bsi);
             /* Index 18: a new root on the same tool (loop thread). */
             FutoInAsyncSteps* (*newInstance)(FutoInAsyncSteps* bsi);
-            /* Index 19: free a root (loop thread); a running root is cancelled
-             * first. A non-root pointer: ignored with a report on stderr. */
+            /* Index 19: free a root (any thread: from another one it is
+             * posted to the loop thread); a running root is cancelled first.
+             * A non-root pointer: ignored with a report on stderr. */
             void (*free)(FutoInAsyncSteps* bsi);
             /* Index 20: scheduler immediate (loop thread). */
             FutoInHandle (*sched_immediate)(

@@ -176,7 +176,10 @@ FUTOIN_API int futoin_abi_version(void);
 
 /* ---- roots ---- */
 
-/* A root; release it with bsi->api->free(bsi). */
+/* A root; release it with bsi->api->free(bsi). Any thread: made on
+ * another one than the loop thread, it has memory of its own (the tool's
+ * pool is the loop thread's); its steps are added and run on the loop
+ * thread as any root's. */
 FUTOIN_API FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool);
 /* Run the first burst of an executed root now, on the loop thread, the way
  * the JS reference's execute() does; the ABI execute() only schedules. Does
