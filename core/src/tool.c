@@ -107,6 +107,11 @@ void futoin_tool_set_burst(FutoInAsyncTool* t, uint32_t steps)
     }
 }
 
+uint32_t futoin_tool_burst(const FutoInAsyncTool* t)
+{
+    return t ? t->burst : 0;
+}
+
 void futoin_tool_set_clock(FutoInAsyncTool* t, futoin_clock_fn now, void* data)
 {
     if (!t) {

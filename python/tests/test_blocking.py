@@ -153,6 +153,36 @@ def test_tool_address_and_burst():
     assert n[0] == 50
 
 
+def _parallel_order(tool):
+    out = []
+    as_ = AsyncSteps(tool)
+    p = as_.parallel()
+    for n in (1, 2, 3):
+        def branch(as_, n=n):
+            out.append(n)
+            as_.add(lambda as_: out.append(n * 10 + 1))
+            as_.add(lambda as_: out.append(n * 10 + 2))
+        p.add(branch)
+    as_.run()
+    return out
+
+
+def test_tool_burst_sets_how_many_steps_a_flow_or_branch_runs_in_a_row():
+    t = Tool()
+    assert t.burst == 100  # the default, as the JS reference's bursts
+    assert _parallel_order(t) == [1, 11, 12, 2, 21, 22, 3, 31, 32]
+    t.burst = 1  # one step per turn: the C++ reference's interleaving
+    assert t.burst == 1
+    assert _parallel_order(t) == [1, 2, 3, 11, 21, 31, 12, 22, 32]
+    assert Tool(burst=7).burst == 7
+    for bad, exc in ((0, ValueError), (-1, ValueError), (2**32, ValueError), ("1", TypeError), (None, TypeError)):
+        with pytest.raises(exc):
+            t.burst = bad
+    with pytest.raises(TypeError):
+        del t.burst
+    assert t.burst == 1
+
+
 # ---- spec 2.6: the AsyncTool interface of a Tool ----
 
 

@@ -94,6 +94,8 @@ FUTOIN_API int futoin_tool_post(FutoInAsyncTool* tool, void (*fn)(void* data), v
 
 /* Steps one flow may run before the next flow gets its turn (default 100). */
 FUTOIN_API void futoin_tool_set_burst(FutoInAsyncTool* tool, uint32_t steps);
+/* The burst in force (0 for a NULL tool). */
+FUTOIN_API uint32_t futoin_tool_burst(const FutoInAsyncTool* tool);
 
 /* Clock in milliseconds; default CLOCK_MONOTONIC. Set before use. */
 typedef uint64_t (*futoin_clock_fn)(void* data);

@@ -3491,8 +3491,37 @@ static PyMethodDef Tool_methods[] = {
         {NULL, NULL, 0, NULL},
 };
 
+static PyObject* Tool_get_burst(ToolObject* self, void* c)
+{
+    (void)c;
+    return PyLong_FromUnsignedLong(futoin_tool_burst(self->tool));
+}
+
+static int Tool_set_burst(ToolObject* self, PyObject* v, void* c)
+{
+    (void)c;
+    if (!v) {
+        PyErr_SetString(PyExc_TypeError, "Tool.burst cannot be deleted");
+        return -1;
+    }
+    if (!PyLong_Check(v) || PyBool_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "Tool.burst must be an int");
+        return -1;
+    }
+    int overflow = 0;
+    const long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || n < 1 || n > (long long)UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "Tool.burst must be between 1 and %u", UINT32_MAX);
+        return -1;
+    }
+    futoin_tool_set_burst(self->tool, (uint32_t)n);
+    return 0;
+}
+
 static PyGetSetDef Tool_getset[] = {
         {"virtual_time", (getter)Tool_get_virtual, NULL, NULL, NULL},
+        {"burst", (getter)Tool_get_burst, (setter)Tool_set_burst,
+         "steps a flow (a parallel branch) runs in a row before others get a turn", NULL},
         {NULL, NULL, NULL, NULL, NULL},
 };
 
