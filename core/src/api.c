@@ -382,16 +382,26 @@ static void api_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_erro
     feng_execute(s->flow, data, eh);
 }
 
-static void api_cancel(FutoInAsyncSteps* bsi)
+/* a call from another thread than bsi's loop thread goes there as a post:
+ * 1 when it did */
+static inline int posted_to_loop(FutoInAsyncSteps* bsi, void (*fn)(fpost*), const char* slot)
 {
     FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
-    if (t && !ftool_is_loop_thread(t)) {
-        fpost* m = post_new(bsi, post_cancel);
-        if (m) {
-            ftool_post(t, m);
-        } else {
-            report("cancel()", "out of memory");
-        }
+    if (FTN_LIKELY(!t || ftool_is_loop_thread(t))) {
+        return 0;
+    }
+    fpost* m = post_new(bsi, fn);
+    if (m) {
+        ftool_post(t, m);
+    } else {
+        report(slot, "out of memory");
+    }
+    return 1;
+}
+
+static void api_cancel(FutoInAsyncSteps* bsi)
+{
+    if (posted_to_loop(bsi, post_cancel, "cancel()")) {
         return;
     }
     fstep* s = live(bsi, "cancel()");
@@ -473,15 +483,8 @@ static void post_free_root(fpost* m)
 
 static void api_free(FutoInAsyncSteps* bsi)
 {
-    FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
-    if (t && !ftool_is_loop_thread(t)) {
-        /* the root's memory goes back to the tool's pool: on its thread */
-        fpost* m = post_new(bsi, post_free_root);
-        if (m) {
-            ftool_post(t, m);
-        } else {
-            report("free()", "out of memory");
-        }
+    /* the root's memory goes back to the tool's pool: on its thread */
+    if (posted_to_loop(bsi, post_free_root, "free()")) {
         return;
     }
     fstep* s = live(bsi, "free()");
