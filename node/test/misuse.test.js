@@ -231,15 +231,18 @@ test('success() twice, or error() after success(): the flow does not go on', T, 
     }
 });
 
+// calls on the interface of a step whose sub-steps run, from an event
+const OUTER_CALLS = [
+    ['success', (as) => as.success()],
+    ['add', (as) => as.add((as) => {})],
+    ['error', (as) => as.error('Late')],
+];
+
 test('from an event, a call on a step whose sub-steps run fails the flow where it is (sanity check)', T, async () => {
     // as futoin-asyncsteps: the parent is out of bounds while its sub-steps
     // run; its flow gets an InternalError at its current step, whose
     // handlers run before the call throws
-    for (const [name, call] of [
-        ['success', (as) => as.success()],
-        ['add', (as) => as.add((as) => {})],
-        ['error', (as) => as.error('Late')],
-    ]) {
+    for (const [name, call] of OUTER_CALLS) {
         const trace = [];
         const late = deferred();
         const r = await runFlow((as) => {
@@ -269,11 +272,7 @@ test('from an event, a call on a step whose sub-steps run fails the flow where i
 test('from an event, a call on a parallel branch\'s step whose sub-steps run fails that branch where it is', T, async () => {
     // as futoin-asyncsteps, where each branch runs as a root of its own: the
     // branch's waiting step fails, its handler recovers, the parallel goes on
-    for (const [name, call] of [
-        ['success', (as) => as.success()],
-        ['add', (as) => as.add((as) => {})],
-        ['error', (as) => as.error('Late')],
-    ]) {
+    for (const [name, call] of OUTER_CALLS) {
         const trace = [];
         const r = await runFlow((as) => {
             as.parallel((as, err) => trace.push(`parallel handler ${err}`))
