@@ -30,6 +30,7 @@ const F_BATCH = 128; // a batch of steps ran: BATCH more than one (JS_F_BATCH)
 const F_MERGED = 256; // JS only: its one sub-step ran as part of its step (mergeInner)
 const F_ITERS = 1024; // a loop body ran SH_ITER more iterations of its loop (JS_F_ITERS)
 const F_OUT = 8192; // JS only: a cancel handler's interface, its step completes no more
+const F_THREW = 16384; // JS only: its callback failed (with F_DONE): its state stays until it ends
 
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
@@ -74,6 +75,9 @@ let CUR_ROOT = null;
 // the step whose callback cancelled its own flow: out of service from then
 // on, as in futoin-asyncsteps (a number: no write barrier per step)
 let CANCELLED_H = -1;
+// the interface of a step whose callback failed, with a cancel handler: it
+// shows the state in that handler, as futoin-asyncsteps' does until unwound
+let THREW_AS = null;
 
 const STALE = 'InternalError: Unexpected call, object is out of service';
 const AFTER_SUCCESS = 'handle_error() after success()'; // the misuse's error_info in core/src/steps.c
@@ -811,7 +815,7 @@ class AsyncStepProtector {
     /* the flow's state while the step runs or waits, null once it ended
      * (its handle freed, or success() called), as futoin-asyncsteps' _cleanup() */
     get state() {
-        return isLiveAs(this) && (this._f & F_DONE) === 0 && this._h !== CANCELLED_H ? this._root.state : null;
+        return isLiveAs(this) && (this._f & (F_DONE | F_THREW)) !== F_DONE && this._h !== CANCELLED_H ? this._root.state : null;
     }
 
     set state(value) {
@@ -2082,6 +2086,8 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
 const onThrow = (root, as, e) => {
     const succeeded = (as._f & F_DONE) !== 0 && e !== root._raised;
     dropToolTimeout(as._h);
+    // its handlers still read the state through it, as futoin-asyncsteps'
+    // until their unwinding ends the step
     as._f |= F_DONE;
     if (as._h === CANCELLED_H || !isLiveAs(as)) {
         // its flow was cancelled meanwhile: nothing handles it, as in futoin-asyncsteps
@@ -2101,6 +2107,10 @@ const onThrow = (root, as, e) => {
         const kind = root._raiseKind;
         if (kind === RAISE_ERROR) {
             root.state.last_exception = e;
+            if (as._ck >= 0) {
+                as._f |= F_THREW;
+                THREW_AS = as;
+            }
             errorInC(root, as._h, root._raiseCode, root._raiseInfo);
         } else {
             loopCtlInC(root, as._h, kind, root._raiseCode);
@@ -2108,6 +2118,10 @@ const onThrow = (root, as, e) => {
         return;
     }
     root.state.last_exception = e;
+    if (as._ck >= 0 && !succeeded) {
+        as._f |= F_THREW;
+        THREW_AS = as;
+    }
     if (succeeded) {
         // thrown after its success(): the misuse C reports (InternalError),
         // with the thrown value kept as last_exception
@@ -2230,6 +2244,19 @@ const onCancel = (r, h, k, code, info) => {
     const as = new AsyncStepProtector(root, h);
     as._f = F_OUT;
     const ar = root ? root._ar : undefined;
+    const threw = THREW_AS;
+    let threwH = 0;
+    let threwG = 0;
+    if (threw !== null) {
+        THREW_AS = null;
+        if (threw._ck === k) {
+            // its step lives on in this call's handle while the handler runs
+            threwH = threw._h;
+            threwG = threw._g;
+            threw._h = h;
+            threw._g = as._g;
+        }
+    }
     try {
         if (ar === undefined || ar === IN_AR) {
             fn(as);
@@ -2239,6 +2266,10 @@ const onCancel = (r, h, k, code, info) => {
     } catch (e) {
         // a cancel handler cannot fail the flow any more
         process.emitWarning(`futoin-polyglot: exception in a cancel handler: ${describe(e)}`);
+    }
+    if (threwH !== 0) {
+        threw._h = threwH;
+        threw._g = threwG;
     }
     return 0;
 };

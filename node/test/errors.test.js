@@ -826,3 +826,28 @@ if (isPolyglot) {
         assert.strictEqual(r.state.last_exception, evil);
     });
 }
+
+test('a step that fails at once still has its state through its own interface in its cancel handler and error handler, as futoin-asyncsteps', T, () => onTestTool((AT) => {
+    const seen = [];
+    for (const how of ['throw', 'error']) {
+        $as()
+            .add((as) => {
+                as.setCancel(() => {
+                    const s = as.state;
+                    seen.push(`${how} cancel ${typeof s} ${s && s.last_exception.message}`);
+                });
+                if (how === 'throw') {
+                    throw new Error('T');
+                }
+                as.error('E');
+            }, (as2, err) => {
+                seen.push(`${how} handler ${err}`);
+            })
+            .execute();
+    }
+    AT.run();
+    assert.deepStrictEqual(seen, [
+        'throw cancel function T', 'throw handler T',
+        'error cancel function E', 'error handler E',
+    ]);
+}));
