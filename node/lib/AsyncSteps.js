@@ -254,9 +254,10 @@ const deferRaise = (root, e, kind, code, info) => {
 /* break()/continue() raised on step h: the cancel handlers on the way hear
  * of it as the root's error, which the state keeps out (the error handlers
  * see it as last_exception, onError()) */
-const loopCtlInC = (root, h, kind, label) => {
+const loopCtlInC = (root, h, kind, label, e) => {
     root._jsErr = kind === RAISE_BREAK ? LOOP_BREAK : LOOP_CONT;
     root._jsInfo = undefined;
+    root._loopE = e;
     if (kind === RAISE_BREAK) {
         N.break(h, label);
     } else {
@@ -1012,7 +1013,7 @@ class AsyncStepProtector {
         } else {
             // from an event: the handlers on the way run now, as for error()
             this._root._waitH = undefined;
-            loopCtlInC(this._root, this._h, kind, label);
+            loopCtlInC(this._root, this._h, kind, label, e);
             errorsNow(this._root);
         }
         throw e;
@@ -1176,6 +1177,7 @@ class AsyncSteps {
         this._cancelling = false; // inside cancel(): its handlers may add steps
         this._rerun = false; // execute() called meanwhile
         this._ehAdded = 0; // error handlers that added sub-steps (movedOn())
+        this._loopE = null; // the Error break()/continue() threw last
         this._ar = undefined; // a run that went past its first burst: the async context execute() ran in
     }
 
@@ -2113,7 +2115,7 @@ const onThrow = (root, as, e) => {
             }
             errorInC(root, as._h, root._raiseCode, root._raiseInfo);
         } else {
-            loopCtlInC(root, as._h, kind, root._raiseCode);
+            loopCtlInC(root, as._h, kind, root._raiseCode, e);
         }
         return;
     }
@@ -2162,6 +2164,12 @@ const syncErrorState = (root, code, info) => {
     }
     root._jsErr = code; // handlers further out see the same error
     root._jsInfo = info;
+};
+
+/* the Error break()/continue() threw, which the handlers on their way see */
+const loopError = (root, code) => {
+    const e = root._loopE;
+    return e !== null && e.message === code ? e : new Error(code);
 };
 
 /* state.async_stack: the step functions run so far (a loop body restarts
@@ -2213,7 +2221,9 @@ const onError = (r, h, k, code, info) => {
     }
     const loopCtl = code === LOOP_BREAK || code === LOOP_CONT;
     if (loopCtl) {
-        state.last_exception = new Error(code); // each handler on the way sees it
+        // each handler on the way sees it, and its label as error_info
+        state.last_exception = loopError(root, code);
+        state.error_info = root._jsInfo;
     }
     const as = new AsyncStepProtector(root, h);
     if (invoke(root, as, fn, 1, code) !== 0) {
@@ -2231,15 +2241,29 @@ const onError = (r, h, k, code, info) => {
 
 const CANCEL_DONE = () => {}; // FNS entry of a cancel handler whose step completed from outside
 
+/* code: the error that unwinds, true for the root's own (_jsErr), undefined
+ * when none (a cancel()) */
 const onCancel = (r, h, k, code, info) => {
     const root = rootOf(r); // first: a weak root's callbacks come back with it
     dropToolTimeout(h);
+    let loopCtl = false;
     if (code !== undefined && root) {
-        syncErrorState(root, code, info); // an error from C unwinds (a Timeout): C told it once
+        if (code === true) {
+            code = root._jsErr;
+        } else {
+            syncErrorState(root, code, info); // an error from C unwinds (a Timeout): C told it once
+        }
+        loopCtl = code === LOOP_BREAK || code === LOOP_CONT;
     }
     const fn = FNS[k];
     if (fn === CANCEL_DONE) {
         return 0;
+    }
+    if (loopCtl) {
+        // break()/continue() on their way to a loop, which leaves no
+        // exception behind: seen only here, as in futoin-asyncsteps
+        root.state.last_exception = loopError(root, code);
+        root.state.error_info = root._jsInfo; // its label
     }
     const as = new AsyncStepProtector(root, h);
     as._f = F_OUT;
@@ -2270,6 +2294,10 @@ const onCancel = (r, h, k, code, info) => {
     if (threwH !== 0) {
         threw._h = threwH;
         threw._g = threwG;
+    }
+    if (loopCtl) {
+        root.state.last_exception = null;
+        root.state.error_info = undefined;
     }
     return 0;
 };

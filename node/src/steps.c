@@ -490,6 +490,9 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
             if (code && !jerr_same(f->root, code, info)) {
                 error_values(env, f->root, code, info, &argv[3]);
                 argc = 5;
+            } else if (code) {
+                napi_get_boolean(env, true, &argv[3]); /* unwinds the error JS has */
+                argc = 4;
             }
             call_js(e, e->f_cancel, NULL, argc, argv);
             if (e->sh[SH_OPS_N]) {

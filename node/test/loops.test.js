@@ -615,3 +615,51 @@ test('break()/continue() from an error handler leaves no exception behind, also 
             : ['eh Inside', 'cancel', 'iteration 2: null', 'after: null'], ctl);
     }
 });
+
+test('break()/continue() on their way to the loop: the cancel handlers on the way see LoopBreak/LoopCont as last_exception, the loop leaves none behind, as futoin-asyncsteps', T, async () => {
+    // found by a differential fuzzer: the cancel handlers saw null (no
+    // label), or LoopBreak/LoopCont and the label were kept after the loop.
+    // The label is error_info on the way (the binary interface's convention,
+    // the reference leaves it unset)
+    const le = (as) => {
+        const e = as.state.last_exception;
+        return e === null ? 'null' : e && e.message;
+    };
+    for (const ctl of ['break', 'continue']) {
+        for (const label of [undefined, 'LBL']) {
+            const seen = [];
+            const r = $as();
+            r.add((as) => as.error('Old', 'old info'), (as, err) => as.success());
+            r.repeat(2, (as, i) => {
+                as.setCancel((as) => seen.push(`outer ${i} ${le(as)} ${as.state.error_info}`));
+                as.add((as) => {
+                    as.setCancel((as) => seen.push(`inner ${i} ${le(as)} ${as.state.error_info}`));
+                    as[ctl](label);
+                });
+            }, label);
+            r.add((as) => seen.push(`after ${le(as)} ${as.state.error_info}`));
+            await r.promise();
+            const code = ctl === 'break' ? 'LoopBreak' : 'LoopCont';
+            const iter = (i) => [`inner ${i} ${code} ${label}`, `outer ${i} ${code} ${label}`];
+            assert.deepStrictEqual(seen, [
+                ...iter(0), ...(ctl === 'break' ? [] : iter(1)), 'after null undefined',
+            ], `${ctl} ${label}`);
+        }
+    }
+});
+
+test('break(label) that no loop takes: its cancel and error handlers see LoopBreak, and the label as error_info', T, async () => {
+    const seen = [];
+    const r = $as();
+    r.add((as) => {
+        as.repeat(1, (as) => {
+            as.setCancel((as) => seen.push(`cancel ${as.state.last_exception.message} ${as.state.error_info}`));
+            as.break('NOSUCH');
+        }, 'A');
+    }, (as, err) => {
+        seen.push(`handler ${err} ${as.state.last_exception.message} ${as.state.error_info}`);
+        as.success();
+    });
+    await r.promise();
+    assert.deepStrictEqual(seen, ['cancel LoopBreak NOSUCH', 'handler LoopBreak LoopBreak NOSUCH']);
+});
