@@ -439,6 +439,26 @@ static void cancel_handler_tells_the_error_it_unwinds(void** state)
     assert_null(futoin_steps_unwinding(r));
 }
 
+/* a branch failing cancels its waiting siblings: their cancel handlers are
+ * told that branch's error, as the JS reference shows it in
+ * state.last_exception there; a step timeout's too */
+static void cancel_handler_of_a_sibling_tells_the_failed_branch_error(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_trace);
+    p->api->add(p, NULL, wait_timed_with_cancel, NULL);
+    p->api->add(p, "Boom", f_fail, NULL);
+    run_root();
+    assert_trace("cancel:Boom|par:Boom|unhandled:Boom:info");
+    trace_reset();
+    p = r->api->parallel(r, "par", eh_trace);
+    p->api->add(p, NULL, wait_timed_with_cancel, NULL);
+    p->api->add(p, "timed", wait_timed_with_cancel, NULL);
+    run_root();
+    assert_trace("cancel:Timeout|cancel:Timeout|par:Timeout|unhandled:Timeout:");
+}
+
 static void f_timed(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)data;
@@ -1873,6 +1893,7 @@ int main(void)
             T(host_step_waiting_to_be_taken_is_cancelled_at_once),
             T(branch_completed_from_outside_goes_on_at_once),
             T(cancel_handler_tells_the_error_it_unwinds),
+            T(cancel_handler_of_a_sibling_tells_the_failed_branch_error),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(is_waiting_tells_a_step_that_waits_for_an_event),

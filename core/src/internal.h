@@ -396,6 +396,7 @@ typedef struct fflow
     uint32_t queued_n; /* its strands in the tool's queue: a search of the queue for
                         * them ends once it saw them all (other flows' may be many) */
     uint32_t par_failed; /* branch errors since futoin_steps_parallel_failed() (a hint: 0 means none) */
+    struct fstrand* cancel_cause; /* while a failed branch cancels its siblings: the parallel's strand */
     FutoInBinaryValue last_exception;
 } fflow;
 

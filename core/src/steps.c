@@ -495,7 +495,11 @@ static int branch_fail(fstrand* b)
     strand_set_code(pst, strand_code(b));
     const int timed_out = b->timed_out;
     branch_release(b);
+    fflow* fl = par->flow;
+    fstrand* outer_cause = fl->cancel_cause; /* a branch of a branch being cancelled */
+    fl->cancel_cause = pst;
     parallel_cancel_branches(par);
+    fl->cancel_cause = outer_cause;
     pst->err_pending = 1;
     ++par->flow->par_failed;
     if (timed_out) {
@@ -1486,10 +1490,14 @@ const char* futoin_steps_unwinding(FutoInAsyncSteps* bsi)
         return NULL;
     }
     fstep* c = fstep_of(bsi);
-    if (c->state != FS_CANCEL || !c->strand || !c->strand->unwinding || c->strand->top != c) {
+    if (c->state != FS_CANCEL || !c->strand) {
         return NULL;
     }
-    return strand_code(c->strand);
+    if (c->strand->unwinding && c->strand->top == c) {
+        return strand_code(c->strand);
+    }
+    fstrand* cause = c->flow->cancel_cause;
+    return cause ? strand_code(cause) : NULL;
 }
 
 const char* futoin_tool_host_error(FutoInAsyncSteps* bsi)

@@ -494,3 +494,48 @@ test('a failing parallel runs the same handlers in the same order behind many fl
     assert.ok(quiet.includes('handled E'), quiet.join(' '));
     assert.deepStrictEqual(busy, quiet);
 });
+
+test('a branch failing by an error of C (DefenseRejected, Timeout): a waiting sibling\'s cancel handler sees that error in the state, as futoin-asyncsteps', T, () => onTestTool((AT) => {
+    // found by a differential fuzzer: the sibling saw the state of an
+    // earlier error, or none
+    const seen = [];
+    const st = (as) => `${as.state.error_info} ${as.state.last_exception && as.state.last_exception.message}`;
+    const mutex = new $as.Mutex(1, 0);
+    let holder;
+    $as().sync(mutex, (as) => {
+        holder = as;
+        as.waitExternal();
+    }).execute();
+    AT.run();
+    for (const how of ['queue', 'timeout']) {
+        $as()
+            .add((as) => as.error('Old', 'old info'), (as, err) => as.success())
+            .add((as) => {
+                as.parallel((as, err) => seen.push(`${how} parallel ${err} ${st(as)}`))
+                    .add((as) => as.setCancel((as) => seen.push(`${how} sibling ${st(as)}`)))
+                    .add((as) => {
+                        if (how === 'queue') {
+                            // from an event: futoin-asyncsteps hangs when it
+                            // fails in the branch's first run
+                            as.add((as) => {
+                                as.waitExternal();
+                                AT.callLater(() => as.success());
+                            });
+                            as.sync(mutex, (as) => seen.push('inside'));
+                        } else {
+                            as.setTimeout(5);
+                        }
+                    });
+            })
+            .execute();
+        AT.run();
+    }
+    holder.success();
+    AT.run();
+    assert.deepStrictEqual(seen, [
+        'queue sibling Mutex queue limit DefenseRejected',
+        'queue parallel DefenseRejected Mutex queue limit DefenseRejected',
+        'timeout sibling undefined Timeout',
+        'timeout parallel Timeout undefined Timeout',
+    ]);
+}));

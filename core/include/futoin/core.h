@@ -197,8 +197,8 @@ FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
  * await() in a branch in the promise's reaction. Returns 1 when it ran. */
 FUTOIN_API int futoin_steps_execute_strand(FutoInAsyncSteps* step);
 /* In a cancel handler of `step`: the error code whose unwinding runs it (a
- * Timeout, an error from outside), NULL when a cancel() or a failing sibling
- * branch runs it (or anywhere else). */
+ * Timeout, an error from outside), or that of the parallel branch whose
+ * failure cancels it; NULL when a cancel() runs it (or anywhere else). */
 FUTOIN_API const char* futoin_steps_unwinding(FutoInAsyncSteps* step);
 /* The strands of root's flow that wait with an error to unwind (raised on
  * one of its steps from outside, or a parallel branch that failed) run now,
