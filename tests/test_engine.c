@@ -466,6 +466,33 @@ static void f_timed(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->setTimeout(bsi, 10);
 }
 
+static void cb_trace_imm(void* data)
+{
+    trace("%s", (const char*)data);
+}
+
+/* iterate_timers(): a branch's step timeout fails its parallel in the
+ * timer's event (its handlers run there); other flows' ready work waits */
+static void iterate_timers_runs_a_timeout_and_its_parallel_handlers_only(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_recover);
+    p->api->add(p, NULL, f_timed, NULL);
+    r->api->add(r, "next", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    futoin_tool_iterate(t, 0); /* the branch starts */
+    assert_int_equal(futoin_tool_next_delay(t), 10);
+    r->api->sched_immediate(r, "other", cb_trace_imm);
+    futoin_tool_advance(t, 10);
+    futoin_tool_iterate_timers(t);
+    assert_trace("par:Timeout");
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_trace("par:Timeout|other|next");
+}
+
 /* after a step timeout's error handlers the steps after them wait for a
  * later turn, as the JS reference's timer callback runs the handlers and
  * its callImmediate() the rest; a branch's timeout reaches the parallel's
@@ -1894,6 +1921,7 @@ int main(void)
             T(branch_completed_from_outside_goes_on_at_once),
             T(cancel_handler_tells_the_error_it_unwinds),
             T(cancel_handler_of_a_sibling_tells_the_failed_branch_error),
+            T(iterate_timers_runs_a_timeout_and_its_parallel_handlers_only),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(is_waiting_tells_a_step_that_waits_for_an_event),

@@ -88,6 +88,23 @@ static void iterate_ready_leaves_due_timers(void** state)
     assert_false(futoin_tool_has_ready(NULL));
 }
 
+/* iterate_timers(): the due timers only, as a host's timers phase (Node's):
+ * the ready immediates wait for their own phase */
+static void iterate_timers_leaves_ready_immediates(void** state)
+{
+    (void)state;
+    dfr(5, "t");
+    dfr(20, "later");
+    imm("i1");
+    futoin_tool_advance(g_fx.tool, 10); /* the first timer is due */
+    assert_int_equal(futoin_tool_iterate_timers(g_fx.tool), 0);
+    assert_trace("t@10");
+    assert_true(futoin_tool_has_ready(g_fx.tool));
+    assert_int_equal(futoin_tool_iterate_ready(g_fx.tool, 0), 10);
+    assert_trace("t@10|i1");
+    assert_int_equal(futoin_tool_iterate_timers(NULL), -1);
+}
+
 static void timers_fire_in_deadline_order(void** state)
 {
     (void)state;
@@ -1420,6 +1437,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
             T(immediates_run_fifo),
             T(iterate_ready_leaves_due_timers),
+            T(iterate_timers_leaves_ready_immediates),
             T(timers_fire_in_deadline_order),
             T(timers_equal_deadlines_fire_in_setting_order),
             T(virtual_time_jumps_to_deadline_without_sleeping),

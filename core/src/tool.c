@@ -625,6 +625,21 @@ static inline void task_run(FutoInAsyncTool* t, ftask* task)
     }
 }
 
+/* what due timers queued to finish in their event (a step timeout's error
+ * handlers), in queue order */
+static void run_urgent(FutoInAsyncTool* t)
+{
+    for (ftask* u = t->q_head; t->urgent && u;) {
+        if (u->urgent) {
+            ftool_task_remove(t, u);
+            task_run(t, u);
+            u = t->q_head; /* the run may change the queue */
+        } else {
+            u = u->next;
+        }
+    }
+}
+
 int futoin_tool_in_event(const FutoInAsyncTool* t)
 {
     return t && t->running;
@@ -710,17 +725,7 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         ftimer_release(t, tm);
         cb(data);
         ran = 1;
-        /* what the timer queued to finish in its event (a step timeout's
-         * error handlers), in queue order */
-        for (ftask* u = t->q_head; t->urgent && u;) {
-            if (u->urgent) {
-                ftool_task_remove(t, u);
-                task_run(t, u);
-                u = t->q_head; /* the run may change the queue */
-            } else {
-                u = u->next;
-            }
-        }
+        run_urgent(t);
     }
     t->running = 0;
     if (turned) {
@@ -730,7 +735,9 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
     return ran;
 }
 
-static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int timers)
+enum { IT_READY, IT_ALL, IT_TIMERS };
+
+static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int mode)
 {
     if (!t || t->dying) {
         return -1;
@@ -743,13 +750,17 @@ static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int timers)
         t->owner = fthread_self();
     }
     ftool_drain_posts(t);
+    const int timers = mode != IT_READY;
     if (timers && t->virtual_time && !t->q_head && t->heap_len && t->heap[0]->deadline > t->vnow) {
         t->vnow = t->heap[0]->deadline;
     }
     if (timers && t->heap_len) {
         ftool_run_due_timers(t, ftool_now(t));
     }
-    size_t n = max_tasks ? max_tasks : t->q_len;
+    size_t n = mode == IT_TIMERS ? 0 : max_tasks ? max_tasks : t->q_len;
+    if (mode == IT_TIMERS) {
+        run_urgent(t);
+    }
     while (n-- > 0) {
         ftask* task = ftool_task_pop(t);
         if (!task) {
@@ -765,12 +776,17 @@ static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int timers)
 
 int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
 {
-    return iterate(t, max_tasks, 1);
+    return iterate(t, max_tasks, IT_ALL);
 }
 
 int64_t futoin_tool_iterate_ready(FutoInAsyncTool* t, uint32_t max_tasks)
 {
-    return iterate(t, max_tasks, 0);
+    return iterate(t, max_tasks, IT_READY);
+}
+
+int64_t futoin_tool_iterate_timers(FutoInAsyncTool* t)
+{
+    return iterate(t, 0, IT_TIMERS);
 }
 
 int futoin_tool_take_deferred(FutoInAsyncTool* t)

@@ -12,10 +12,12 @@
 
 #include <time.h>
 
+enum { TURN_READY, TURN_ALL, TURN_TIMERS };
 static void turn(jsenv* e, int timers);
 static void hook_arm(void* data, int64_t delay_ms);
 
-static void run_iterate(jsenv* e)
+/* timers: TURN_TIMERS in a timers phase (our uv timer), TURN_ALL else */
+static void run_iterate(jsenv* e, int timers)
 {
     napi_env env = e->env;
     napi_handle_scope hs;
@@ -29,7 +31,7 @@ static void run_iterate(jsenv* e)
             && napi_open_callback_scope(env, res, e->actx, &cs) == napi_ok;
     jlazy lz;
     lz_enter(e, &lz);
-    turn(e, 1);
+    turn(e, timers);
     lz_leave(e, &lz);
     if (scoped) {
         /* runs process.nextTick callbacks and microtasks, as after any
@@ -81,7 +83,9 @@ static void turn(jsenv* e, int timers)
         /* due timers at the start only, as Node's timers phase: a timeout
          * that came due during the turn waits for the next one (a
          * process.nextTick() completion of its step comes first) */
-        if (round == 0 && timers) {
+        if (round == 0 && timers == TURN_TIMERS) {
+            futoin_tool_iterate_timers(e->tool);
+        } else if (round == 0 && timers == TURN_ALL) {
             futoin_tool_iterate(e->tool, 0);
         } else {
             futoin_tool_iterate_ready(e->tool, 0);
@@ -93,7 +97,7 @@ static void turn(jsenv* e, int timers)
              * meanwhile, as the JS library's callImmediate() */
             call_dispatch(e, e->f_defer, 0);
         }
-        if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool) || e->sh[SH_IMM]) {
+        if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool) || e->sh[SH_IMM] || timers == TURN_TIMERS) {
             break; /* SH_IMM: a flow completed from outside waits for its setImmediate() */
         }
     }
@@ -130,7 +134,7 @@ napi_value jd_run_now(napi_env env, napi_callback_info info)
     }
     jlazy lz;
     lz_enter(e, &lz);
-    turn(e, timers);
+    turn(e, timers ? TURN_ALL : TURN_READY);
     lz_leave(e, &lz);
     return NULL;
 }
@@ -186,7 +190,7 @@ static void on_check(uv_check_t* h)
         }
     }
     e->sh[SH_IMM] = 0;
-    run_iterate(e);
+    run_iterate(e, TURN_ALL);
 }
 
 static void on_idle(uv_idle_t* h)
@@ -194,14 +198,18 @@ static void on_idle(uv_idle_t* h)
     (void)h; /* only keeps the loop from blocking while work is ready */
 }
 
+/* a timers phase: the due timers fire, with what they finish in their event
+ * (a step timeout's handlers); work ready meanwhile (a flow resumed from
+ * outside) waits for the check phase, behind the setImmediate() callbacks
+ * queued before it, as Node runs its immediates after its timers */
 static void on_timer(uv_timer_t* h)
 {
-    run_iterate(h->data);
+    run_iterate(h->data, TURN_TIMERS);
 }
 
 static void on_async(uv_async_t* h)
 {
-    run_iterate(h->data);
+    run_iterate(h->data, TURN_ALL);
 }
 
 /* The scheduler's clock reads the time libuv's loop time is made of (its
@@ -234,6 +242,17 @@ static void hook_arm(void* data, int64_t delay_ms)
     jsenv* e = data;
     if (delay_ms != 0 && futoin_tool_host_pending(e->tool)) {
         delay_ms = 0; /* JS steps set aside still wait for their turn */
+    }
+    if (delay_ms == 0 && !futoin_tool_has_ready(e->tool) && !futoin_tool_host_pending(e->tool)) {
+        /* only a timer that is due: it fires in the next timers phase, as
+         * an overdue setTimeout() of Node's, not behind the immediates */
+        if (e->armed == 0) {
+            uv_check_stop(&e->check);
+            uv_idle_stop(&e->idle);
+        }
+        uv_timer_start(&e->timer, on_timer, 0, 0);
+        e->armed = 1;
+        return;
     }
     if (delay_ms == 0) {
         if (e->armed != 0) {

@@ -1224,10 +1224,13 @@ static napi_value n_host_next(napi_env env, napi_callback_info info)
 }
 
 /* work of the real scheduler other than the flow JS just ran is ready now
- * (a flow it let into a Mutex): JS runs a turn for it (SH_MORE) */
+ * (a flow it let into a Mutex): JS runs a turn for it (SH_MORE). A timer
+ * that is due is not: it fires in a timers phase, as Node's own do, and a
+ * turn queued now would take flows resumed later ahead of the setImmediate()
+ * callbacks queued before them */
 static int32_t other_ready(jsenv* e, FutoInAsyncTool* t)
 {
-    return t == e->tool && (futoin_tool_host_pending(t) || futoin_tool_next_delay(t) == 0);
+    return t == e->tool && (futoin_tool_host_pending(t) || futoin_tool_has_ready(t));
 }
 
 /* SH_MORE once the flow of r (slot, gen) ran from outside: other_ready(),

@@ -396,6 +396,36 @@ test('a flow resumed from outside goes on after the setImmediate() callbacks que
         ['after success()', 'nextTick', 'immediate before', 'callImmediate before', 'next step']);
 });
 
+test('a flow resumed from outside goes on after earlier setImmediate() callbacks, also when another flow\'s step timeout is due', T, async () => {
+    // B's step timeout of 0 ms is due when execute() returns: that is no
+    // work for a turn of ours (it fires in a timers phase), so A's flow,
+    // resumed later, goes on through a setImmediate() of its own. It went
+    // on in one queued by B's execute(), ahead of E (seen as a flaky test)
+    const order = [];
+    const done = deferred();
+    let holder;
+    $as()
+        .add((as) => {
+            holder = as;
+            as.waitExternal();
+        })
+        .add((as) => {
+            order.push('A next');
+            done.resolve();
+        })
+        .execute();
+    $as().add((as) => as.setTimeout(0), (as, err) => {
+        order.push(`B ${err}`);
+        as.success();
+    }).execute();
+    process.nextTick(() => {
+        setImmediate(() => order.push('E'));
+        holder.success();
+    });
+    await done.promise;
+    assert.deepStrictEqual(order.filter((x) => x !== 'B Timeout'), ['E', 'A next']);
+});
+
 test('a flow resumed by a step of another flow goes on after earlier setImmediate() callbacks', T, async () => {
     const order = [];
     const { resume, done } = waitingFlow(order, 'resumed');

@@ -129,6 +129,10 @@ FUTOIN_API int64_t futoin_tool_iterate(FutoInAsyncTool* tool, uint32_t max_tasks
 /* The same without timers: a host loop whose timers fire in a phase of
  * their own (Node's) runs the work that became ready meanwhile with it. */
 FUTOIN_API int64_t futoin_tool_iterate_ready(FutoInAsyncTool* tool, uint32_t max_tasks);
+/* The other half: the due timers alone, with what they finish in their
+ * event (a parallel's handlers after a branch's step timeout), as a timers
+ * phase of the host loop; ready immediates wait for their own phase. */
+FUTOIN_API int64_t futoin_tool_iterate_timers(FutoInAsyncTool* tool);
 /* Whether immediates (or posts) wait to run, timers aside. */
 FUTOIN_API int futoin_tool_has_ready(FutoInAsyncTool* tool);
 /* Whether a flow left steps for a later turn since the last call (and
