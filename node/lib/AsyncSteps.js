@@ -2088,8 +2088,6 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
 const onThrow = (root, as, e) => {
     const succeeded = (as._f & F_DONE) !== 0 && e !== root._raised;
     dropToolTimeout(as._h);
-    // its handlers still read the state through it, as futoin-asyncsteps'
-    // until their unwinding ends the step
     as._f |= F_DONE;
     if (as._h === CANCELLED_H || !isLiveAs(as)) {
         // its flow was cancelled meanwhile: nothing handles it, as in futoin-asyncsteps
@@ -2109,10 +2107,7 @@ const onThrow = (root, as, e) => {
         const kind = root._raiseKind;
         if (kind === RAISE_ERROR) {
             root.state.last_exception = e;
-            if (as._ck >= 0) {
-                as._f |= F_THREW;
-                THREW_AS = as;
-            }
+            keepStateForCancel(as);
             errorInC(root, as._h, root._raiseCode, root._raiseInfo);
         } else {
             loopCtlInC(root, as._h, kind, root._raiseCode, e);
@@ -2120,10 +2115,6 @@ const onThrow = (root, as, e) => {
         return;
     }
     root.state.last_exception = e;
-    if (as._ck >= 0 && !succeeded) {
-        as._f |= F_THREW;
-        THREW_AS = as;
-    }
     if (succeeded) {
         // thrown after its success(): the misuse C reports (InternalError),
         // with the thrown value kept as last_exception
@@ -2133,7 +2124,17 @@ const onThrow = (root, as, e) => {
     }
     // a thrown exception leaves error_info as it was, as in futoin-asyncsteps:
     // C keeps the same, so every handler further out sees it
+    keepStateForCancel(as);
     errorInC(root, as._h, errorCode(e), infoArg(root.state.error_info));
+};
+
+/* a step that failed in its callback: its cancel handler, which C runs on a
+ * handle of its own, still reads the state through the step's interface */
+const keepStateForCancel = (as) => {
+    if (as._ck >= 0) {
+        as._f |= F_THREW;
+        THREW_AS = as;
+    }
 };
 
 /* the values of a successStep() before the first sub-step `as` adds, which
