@@ -2167,10 +2167,12 @@ const syncErrorState = (root, code, info) => {
     root._jsInfo = info;
 };
 
-/* the Error break()/continue() threw, which the handlers on their way see */
-const loopError = (root, code) => {
+/* the handlers on the way of a break()/continue() see the Error it threw,
+ * and its label as error_info */
+const showLoopCtl = (root, code) => {
     const e = root._loopE;
-    return e !== null && e.message === code ? e : new Error(code);
+    root.state.last_exception = e !== null && e.message === code ? e : new Error(code);
+    root.state.error_info = root._jsInfo;
 };
 
 /* state.async_stack: the step functions run so far (a loop body restarts
@@ -2222,9 +2224,7 @@ const onError = (r, h, k, code, info) => {
     }
     const loopCtl = code === LOOP_BREAK || code === LOOP_CONT;
     if (loopCtl) {
-        // each handler on the way sees it, and its label as error_info
-        state.last_exception = loopError(root, code);
-        state.error_info = root._jsInfo;
+        showLoopCtl(root, code);
     }
     const as = new AsyncStepProtector(root, h);
     if (invoke(root, as, fn, 1, code) !== 0) {
@@ -2261,10 +2261,9 @@ const onCancel = (r, h, k, code, info) => {
         return 0;
     }
     if (loopCtl) {
-        // break()/continue() on their way to a loop, which leaves no
-        // exception behind: seen only here, as in futoin-asyncsteps
-        root.state.last_exception = loopError(root, code);
-        root.state.error_info = root._jsInfo; // its label
+        // on their way to a loop, which leaves no exception behind: seen
+        // only here, as in futoin-asyncsteps
+        showLoopCtl(root, code);
     }
     const as = new AsyncStepProtector(root, h);
     as._f = F_OUT;

@@ -13,11 +13,11 @@
 #include <time.h>
 
 enum { TURN_READY, TURN_ALL, TURN_TIMERS };
-static void turn(jsenv* e, int timers);
+static void turn(jsenv* e, int mode);
 static void hook_arm(void* data, int64_t delay_ms);
 
-/* timers: TURN_TIMERS in a timers phase (our uv timer), TURN_ALL else */
-static void run_iterate(jsenv* e, int timers)
+/* mode: TURN_TIMERS in a timers phase (our uv timer), TURN_ALL else */
+static void run_iterate(jsenv* e, int mode)
 {
     napi_env env = e->env;
     napi_handle_scope hs;
@@ -31,7 +31,7 @@ static void run_iterate(jsenv* e, int timers)
             && napi_open_callback_scope(env, res, e->actx, &cs) == napi_ok;
     jlazy lz;
     lz_enter(e, &lz);
-    turn(e, timers);
+    turn(e, mode);
     lz_leave(e, &lz);
     if (scoped) {
         /* runs process.nextTick callbacks and microtasks, as after any
@@ -75,7 +75,7 @@ static void drain_host(jsenv* e, FutoInAsyncTool* t)
  * settled, a completion from outside) fires no step timeout, as Node fires
  * a setTimeout() only in its timers phase: a success() queued in a
  * microtask behind it comes first */
-static void turn(jsenv* e, int timers)
+static void turn(jsenv* e, int mode)
 {
     e->turn_steps = 0;
     (void)futoin_tool_take_deferred(e->tool); /* set outside a turn: this is the later one */
@@ -83,9 +83,9 @@ static void turn(jsenv* e, int timers)
         /* due timers at the start only, as Node's timers phase: a timeout
          * that came due during the turn waits for the next one (a
          * process.nextTick() completion of its step comes first) */
-        if (round == 0 && timers == TURN_TIMERS) {
+        if (round == 0 && mode == TURN_TIMERS) {
             futoin_tool_iterate_timers(e->tool);
-        } else if (round == 0 && timers == TURN_ALL) {
+        } else if (round == 0 && mode == TURN_ALL) {
             futoin_tool_iterate(e->tool, 0);
         } else {
             futoin_tool_iterate_ready(e->tool, 0);
@@ -97,7 +97,7 @@ static void turn(jsenv* e, int timers)
              * meanwhile, as the JS library's callImmediate() */
             call_dispatch(e, e->f_defer, 0);
         }
-        if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool) || e->sh[SH_IMM] || timers == TURN_TIMERS) {
+        if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool) || e->sh[SH_IMM] || mode == TURN_TIMERS) {
             break; /* SH_IMM: a flow completed from outside waits for its setImmediate() */
         }
     }
@@ -240,21 +240,15 @@ static uint64_t loop_clock(void* data)
 static void hook_arm(void* data, int64_t delay_ms)
 {
     jsenv* e = data;
-    if (delay_ms != 0 && futoin_tool_host_pending(e->tool)) {
+    const int pending = futoin_tool_host_pending(e->tool);
+    if (delay_ms != 0 && pending) {
         delay_ms = 0; /* JS steps set aside still wait for their turn */
     }
-    if (delay_ms == 0 && !futoin_tool_has_ready(e->tool) && !futoin_tool_host_pending(e->tool)) {
-        /* only a timer that is due: it fires in the next timers phase, as
-         * an overdue setTimeout() of Node's, not behind the immediates */
-        if (e->armed == 0) {
-            uv_check_stop(&e->check);
-            uv_idle_stop(&e->idle);
-        }
-        uv_timer_start(&e->timer, on_timer, 0, 0);
-        e->armed = 1;
-        return;
-    }
-    if (delay_ms == 0) {
+    /* 0 with nothing ready is a timer that is due: it fires in the next
+     * timers phase, as an overdue setTimeout() of Node's, not behind the
+     * immediates */
+    const int ready = delay_ms == 0 && (pending || futoin_tool_has_ready(e->tool));
+    if (ready) {
         if (e->armed != 0) {
             uv_timer_stop(&e->timer);
             uv_check_start(&e->check, on_check);
@@ -265,7 +259,7 @@ static void hook_arm(void* data, int64_t delay_ms)
             uv_check_stop(&e->check);
             uv_idle_stop(&e->idle);
         }
-        if (delay_ms > 0) {
+        if (delay_ms >= 0) {
             /* libuv counts from the loop's time, which may lag the clock the
              * delay came from: the timer falls due at the deadline itself
              * (an equal setTimeout() set after it fires after it) */
@@ -276,7 +270,7 @@ static void hook_arm(void* data, int64_t delay_ms)
             uv_timer_stop(&e->timer);
         }
     }
-    e->armed = delay_ms < 0 ? -1 : (int)(delay_ms > 0 ? 1 : 0);
+    e->armed = delay_ms < 0 ? -1 : ready ? 0 : 1;
 }
 
 static void hook_wakeup(void* data)
