@@ -1098,6 +1098,47 @@ static void host_new_branches_go_first(void** state)
     futoin_tool_set_host_exec(g_fx.tool, NULL);
 }
 
+/* a branch's host step that starts a nested parallel: the nested branch's
+ * first burst comes before a sibling branch's step that waits for the host
+ * already, as the reference runs the nested branches inside that step's event */
+static void host_nested_branches_go_before_a_waiting_sibling(void** state)
+{
+    (void)state;
+    futoin_tool_set_host_exec(g_fx.tool, f_host_marker);
+    futoin_tool_set_host_bursts(g_fx.tool, 1);
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, NULL, NULL);
+    host_add_str(p, "b1");
+    host_add_str(p, "b2");
+    r->api->execute(r, NULL, NULL);
+    futoin_tool_iterate(g_fx.tool, 0); /* the parallel starts its branches */
+    futoin_tool_iterate(g_fx.tool, 0); /* which leave b1 and b2 to the host */
+    FutoInAsyncSteps* hop[2];
+    for (int i = 0; i < 2; ++i) {
+        FutoInAsyncSteps* s = host_next_expect(i ? "b2" : "b1");
+        host_add_str(s, i ? "h2" : "h1");
+        host_add_str(s, i ? "B" : "A");
+        futoin_tool_host_done(s);
+        hop[i] = host_next_expect(i ? "h2" : "h1");
+        hop[i]->api->waitExternal(hop[i]);
+        futoin_tool_host_done(hop[i]);
+    }
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
+    hop[0]->api->success(hop[0], NULL);
+    hop[1]->api->success(hop[1], NULL);
+    futoin_tool_iterate(g_fx.tool, 0); /* both branches go on: A and B wait for the host */
+    FutoInAsyncSteps* a = host_next_expect("A");
+    FutoInAsyncSteps* nested = a->api->parallel(a, NULL, NULL);
+    host_add_str(nested, "AA");
+    futoin_tool_host_done(a);
+    futoin_tool_host_done(host_next_expect("AA"));
+    futoin_tool_host_done(host_next_expect("B"));
+    assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL));
+    assert_int_equal(futoin_tool_host_pending(g_fx.tool), 0);
+    futoin_tool_set_host_bursts(g_fx.tool, 0);
+    futoin_tool_set_host_exec(g_fx.tool, NULL);
+}
+
 /* a C step whose parallel branch is that step again, without end */
 static void f_par_forever(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
@@ -1467,6 +1508,7 @@ int main(void)
             T(event_open_lets_an_event_run_flows_nested),
             T(host_nested_flow_runs_new_branches),
             T(host_new_branches_go_first),
+            T(host_nested_branches_go_before_a_waiting_sibling),
             T(host_new_branches_are_bounded),
             T(host_add_data_lives_with_the_step),
             T(is_top_tells_the_innermost_step),

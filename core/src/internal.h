@@ -326,6 +326,12 @@ typedef struct fstep
 /* host_add() data lives in the union of the step itself */
 _Static_assert(sizeof(((fstep*)0)->u) >= FUTOIN_HOST_DATA_SIZE, "host data fits a step");
 
+enum
+{
+    HQ_QUEUED = 1, /* fstrand.in_host_q: queued by an event of its own */
+    HQ_GOES_ON = 2 /* the burst of the step the host just did goes on with it */
+};
+
 typedef struct fstrand
 {
     ftask task; /* first: scheduling link */
@@ -340,7 +346,7 @@ typedef struct fstrand
     uint8_t err_pending;
     uint8_t info_pending; /* pending_info goes to error_info when unwinding starts */
     uint8_t fresh;        /* a branch not run yet: a nested run of its flow takes its first burst */
-    uint8_t in_host_q;    /* on the host queue: its step waits for the host to take it */
+    uint8_t in_host_q;    /* on the host queue (HQ_*): its step waits for the host to take it */
     uint8_t unwinding;    /* a cancel handler of its error unwinding runs */
     uint8_t timed_out;    /* a step timeout's error: handlers only, its next step on a later turn */
     FutoInArgs out_args;  /* the last success() values, for the next step */

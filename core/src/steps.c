@@ -686,7 +686,7 @@ static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state)
         fargs_zero(&st->out_args);
     }
     st->host_budget = budget;
-    st->in_host_q = 1;
+    st->in_host_q = st == t->host_cont ? HQ_GOES_ON : HQ_QUEUED;
     fflow* fl = st->flow;
     int front = st == t->host_cont && t->host_q.head; /* its burst goes on first */
     fhq_push(&t->host_q, st, offsetof(fstrand, host_link), front);
@@ -902,6 +902,16 @@ static void strand_run_with(fstrand* st, uint32_t budget)
     strand_run_budget(st, budget);
 }
 
+/* the host's next step is one of fl's burst that goes on (a branch's first,
+ * the step after the one just done), which no new branch may pass; with host
+ * bursts, a step queued by an earlier event (a sibling resumed from outside)
+ * waits behind the branches this event starts, as in the reference */
+static int host_goes_on_in(const FutoInAsyncTool* t, const fflow* fl)
+{
+    const fstrand* head = t->host_q.head;
+    return head && head->flow == fl && (head->in_host_q == HQ_GOES_ON || !t->host_bursts);
+}
+
 static void strand_run(void* data)
 {
     fstrand* st = data;
@@ -909,8 +919,7 @@ static void strand_run(void* data)
         strand_schedule(st); /* the host is inside a step of its flow: after that */
         return;
     }
-    const fhq* hq = &st->flow->tool->host_q;
-    if (FTN_UNLIKELY(st->fresh) && hq->head && hq->head->flow == st->flow) {
+    if (FTN_UNLIKELY(st->fresh) && host_goes_on_in(st->flow->tool, st->flow)) {
         /* an earlier branch's step waits for the host: this one starts
          * after it (and after the branches of a parallel inside it), as the
          * reference runs each branch's first burst in turn */
@@ -1760,8 +1769,7 @@ static void run_fresh_branches(fflow* fl, uint32_t gen)
 {
     FutoInAsyncTool* t = fl->tool;
     uint32_t fresh_left = t->burst; /* an endless chain of them cannot hold the call */
-    while (fresh_left-- && fl->base.gen == gen && fl->fresh_n && !(t->host_q.head && t->host_q.head->flow == fl)
-           && run_fresh_branch(fl)) {
+    while (fresh_left-- && fl->base.gen == gen && fl->fresh_n && !host_goes_on_in(t, fl) && run_fresh_branch(fl)) {
     }
 }
 

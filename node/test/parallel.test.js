@@ -450,6 +450,37 @@ test('a parallel inside a branch runs its branches before the later siblings, al
         }
     });
 
+test('a branch resumed with a sibling in one loop turn starts its nested parallel before the sibling goes on', T,
+    async () => {
+        // futoin-asyncsteps continues each resumed branch in an event of its
+        // own: the nested branch's first step runs before the sibling fails
+        const order = [];
+        const hop = (as) => {
+            as.waitExternal();
+            setImmediate(() => as.success()); // both in the same turn
+        };
+        const r = await runFlow((as) => {
+            as.parallel((as, err) => order.push(`parallel EH ${err}`))
+                .add((as) => {
+                    as.add(hop);
+                    as.add((as) => {
+                        order.push('A');
+                        as.parallel().add((as) => order.push('AA'));
+                        as.add((as) => order.push('A after nested'));
+                    });
+                })
+                .add((as) => {
+                    as.add(hop);
+                    as.add((as) => {
+                        order.push('B throws');
+                        throw new Error('TB');
+                    });
+                });
+        });
+        assert.strictEqual(r.err, 'TB');
+        assert.deepStrictEqual(order, ['A', 'AA', 'B throws', 'parallel EH TB']);
+    });
+
 test('a failing parallel runs the same handlers in the same order behind many flows that wait for a turn', T, async () => {
     // the engine looks for the flow's own queued work among every flow's
     // (it searched the whole queue per step: flows started in one go took
