@@ -565,6 +565,52 @@ static void f_wait_kept(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* arg
     bsi->api->waitExternal(bsi);
 }
 
+/* a branch that hops, then fails by its own step */
+static void f_hop_then_fail(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, NULL, f_wait_kept, NULL);
+    bsi->api->add(bsi, "Fail", f_fail, NULL);
+}
+
+/* its handler traces the code and adds a step */
+static void eh_trace_adds(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    trace("%s:%s", (const char*)data, code);
+    bsi->api->add(bsi, "eh-step", f_trace, NULL);
+}
+
+/* a branch's error reaches the parallel's handler in the branch's event, and
+ * what the handler adds comes with a later event, behind events queued
+ * before: the reference raises the branch error on the parallel step from
+ * outside (its error handler at once, the rest through callImmediate()) */
+static void branch_error_runs_parallel_handler_in_its_event_the_added_steps_later(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_trace_adds);
+    p->api->add(p, NULL, f_hop_then_fail, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    FutoInAsyncSteps* o = futoin_steps_new(t);
+    assert_non_null(o);
+    o->api->add(o, "other", f_trace, NULL);
+    while (futoin_tool_run_one(t)) {
+    }
+    assert_int_equal(futoin_steps_is_waiting(g_waiting_step), 1);
+    g_waiting_step->api->success(g_waiting_step, NULL);
+    o->api->execute(o, NULL, on_unhandled); /* its event comes after the branch's */
+    assert_int_equal(futoin_tool_run_one(t), 1);
+    assert_trace("par:Fail");
+    assert_int_equal(futoin_tool_run_one(t), 1);
+    assert_trace("par:Fail|other");
+    assert_int_equal(futoin_tool_run_one(t), 1);
+    assert_trace("par:Fail|other|eh-step");
+    assert_int_equal(futoin_tool_run_one(t), 0);
+    o->api->free(o);
+}
+
 /* futoin_steps_is_waiting(): a step waiting for an event from outside, until
  * an error from outside reaches it (a host then drops a late completion) */
 static void is_waiting_tells_a_step_that_waits_for_an_event(void** state)
@@ -1924,6 +1970,7 @@ int main(void)
             T(iterate_timers_runs_a_timeout_and_its_parallel_handlers_only),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
+            T(branch_error_runs_parallel_handler_in_its_event_the_added_steps_later),
             T(is_waiting_tells_a_step_that_waits_for_an_event),
             T(is_waiting_tells_a_loop_body_that_waits),
             T(runs_substeps_tells_a_step_its_handler_moved_on),

@@ -348,7 +348,8 @@ typedef struct fstrand
     uint8_t fresh;        /* a branch not run yet: a nested run of its flow takes its first burst */
     uint8_t in_host_q;    /* on the host queue (HQ_*): its step waits for the host to take it */
     uint8_t unwinding;    /* a cancel handler of its error unwinding runs */
-    uint8_t timed_out;    /* a step timeout's error: handlers only, its next step on a later turn */
+    uint8_t handlers_only; /* an error from outside its burst (a step timeout, a failed branch):
+                              its handlers run in that event, its next step on a later turn */
     FutoInArgs out_args;  /* the last success() values, for the next step */
     FutoInArgs host_args; /* what a step run by the host receives */
     fhq_link host_link; /* on its tool's host_q */

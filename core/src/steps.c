@@ -127,7 +127,7 @@ static void strand_init_id(fstrand* st, fflow* fl, fstep* base, ptrdiff_t id)
     st->fresh = 0;
     st->in_host_q = 0;
     st->unwinding = 0;
-    st->timed_out = 0;
+    st->handlers_only = 0;
     base->strand = st;
 }
 
@@ -142,8 +142,8 @@ static inline void strand_schedule(fstrand* st)
  * step timeout's handlers the host is told, as for a completion from outside) */
 static void strand_yield(fstrand* st)
 {
-    if (st->timed_out) {
-        st->timed_out = 0;
+    if (st->handlers_only) {
+        st->handlers_only = 0;
         st->flow->tool->deferred = 1;
     }
     strand_schedule(st);
@@ -401,7 +401,7 @@ static void strand_teardown(fstrand* st0)
     ftool_task_remove(st0->flow->tool, &st0->task);
     st0->err_pending = 0;
     st0->info_pending = 0;
-    st0->timed_out = 0;
+    st0->handlers_only = 0;
     fargs_reset(&st0->out_args);
 }
 
@@ -424,7 +424,7 @@ static void flow_finish(fflow* fl)
     fl->base.state = FS_IDLE;
     fl->flags &= ~FL_RUNNING;
     fl->main.err_pending = 0;
-    fl->main.timed_out = 0;
+    fl->main.handlers_only = 0;
 }
 
 static void flow_fail(fflow* fl)
@@ -493,7 +493,6 @@ static int branch_fail(fstrand* b)
     fstep* par = b->par;
     fstrand* pst = par->strand;
     strand_set_code(pst, strand_code(b));
-    const int timed_out = b->timed_out;
     branch_release(b);
     fflow* fl = par->flow;
     fstrand* outer_cause = fl->cancel_cause; /* a branch of a branch being cancelled */
@@ -502,15 +501,15 @@ static int branch_fail(fstrand* b)
     fl->cancel_cause = outer_cause;
     pst->err_pending = 1;
     ++par->flow->par_failed;
-    if (timed_out) {
-        /* the parallel's handlers are part of the timeout's turn too */
-        pst->timed_out = 1;
-        ftool_task_push_urgent(par->flow->tool, &pst->task);
-    } else if (!pst->task.queued) {
-        /* the parallel's handlers before work queued earlier (a sibling of
-         * an outer parallel), as the reference raises the error up at once */
+    /* the parallel's handlers run in the event the branch failed in (a
+     * timeout's too), the steps after them on a later one: the reference
+     * raises a branch's error on the parallel step from outside */
+    pst->handlers_only = 1;
+    if (!pst->task.queued) {
+        /* before work queued earlier (a sibling of an outer parallel) */
         ftool_task_push_front(par->flow->tool, &pst->task);
     }
+    ftool_task_push_urgent(par->flow->tool, &pst->task);
     return R_GONE;
 }
 
@@ -928,7 +927,7 @@ static void strand_run(void* data)
     }
     /* a step timeout's handlers run in the timer's turn, as the reference
      * runs them in its timer callback; the steps after them on a later one */
-    strand_run_with(st, st->timed_out ? 0 : st->flow->tool->burst);
+    strand_run_with(st, st->handlers_only ? 0 : st->flow->tool->burst);
 }
 
 static void strand_run_budget(fstrand* st, uint32_t budget)
@@ -1001,7 +1000,7 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                 step_complete(st, f);
                 continue;
             } else {
-                st->timed_out = 0; /* what ends the wait goes on from outside */
+                st->handlers_only = 0; /* what ends the wait goes on from outside */
                 break; /* waiting for an external event or branches */
             }
         }
@@ -1262,7 +1261,7 @@ static void step_timeout_cb(void* data)
         return; /* so did a sub-step that was all it had left */
     }
     strand_set_external_error(st, FUTOIN_ERR_TIMEOUT, "");
-    st->timed_out = 1;
+    st->handlers_only = 1;
     ftool_task_push_urgent(s->flow->tool, &st->task); /* its handlers are the timer's event */
 }
 
@@ -1859,7 +1858,7 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     const uint32_t par_failed = fl->par_failed;
     /* unwinding: a burst of 0 runs the outer handlers and stops before the
      * next step */
-    strand_run_budget(st, errors_only || st->timed_out ? 0 : st->host_budget);
+    strand_run_budget(st, errors_only || st->handlers_only ? 0 : st->host_budget);
     if (fl->par_failed != par_failed && fl->base.gen == gen) {
         /* the step failed a parallel: its handlers now, the first host one
          * ahead of the host's queue (siblings resumed meanwhile wait) */

@@ -718,6 +718,7 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         turned = feng_event_flow(task->cb, task->data, &gen);
         task_run(t, task);
         ran = 1;
+        run_urgent(t); /* a failed branch's parallel handlers */
     } else if (tm) {
         heap_remove(t, tm);
         void (*cb)(void*) = tm->cb;

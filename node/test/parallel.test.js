@@ -570,3 +570,50 @@ test('a branch failing by an error of C (DefenseRejected, Timeout): a waiting si
         'timeout parallel Timeout undefined Timeout',
     ]);
 }));
+
+test('a branch refused by a full Mutex or Throttle queue: the parallel\'s error handler runs in that event, the steps it adds with a later one, as futoin-asyncsteps', T, () => onTestTool((AT) => {
+    // found by a differential fuzzer: the added step ran in the handler's
+    // event, ahead of an event queued before (as.error() in a branch did not)
+    for (const kind of ['mutex', 'throttle', 'error']) {
+        const out = [];
+        let n = 0;
+        const tick = () => AT.callImmediate(() => {
+            out.push(`t${++n}`);
+            if (n < 3) {
+                tick();
+            }
+        });
+        const sync = kind === 'throttle' ? new $as.Throttle(1, 100, 0) : new $as.Mutex(1, 0);
+        let holder = null;
+        $as().sync(sync, (as) => {
+            if (kind !== 'throttle') {
+                holder = as;
+                as.waitExternal();
+            }
+        }).execute(); // holds the Mutex, or used up the Throttle's one pass
+        $as().add((as) => {
+            as.parallel().add((as) => {
+                as.add((as) => {
+                    as.waitExternal();
+                    AT.callImmediate(() => as.success());
+                });
+                if (kind === 'error') {
+                    as.add((as) => as.error('Plain'));
+                } else {
+                    as.sync(sync, (as) => out.push('inside'));
+                }
+            });
+        }, (as, err) => {
+            out.push(`EH ${err}`);
+            as.add((as) => out.push('EH step'));
+        }).execute();
+        tick();
+        AT.run();
+        const code = kind === 'error' ? 'Plain' : 'DefenseRejected';
+        assert.deepStrictEqual(out, ['t1', `EH ${code}`, 't2', 'EH step', 't3'], kind);
+        if (holder !== null) {
+            holder.success();
+            AT.run();
+        }
+    }
+}));
