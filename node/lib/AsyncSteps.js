@@ -2307,6 +2307,9 @@ const onFinish = (r, code, info) => {
     const root = rootOf(r);
     if (root) {
         syncErrorState(root, code, info);
+        if (code === LOOP_BREAK || code === LOOP_CONT) {
+            showLoopCtl(root, code); // no loop took it: the Error it threw stays, as futoin-asyncsteps
+        }
         keepAsyncStack(root);
     }
     const reject = root && root._reject;

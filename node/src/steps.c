@@ -663,9 +663,11 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
     napi_env env = e->env;
     napi_handle_scope hs;
     /* JS raised it and has its state already: nothing to tell unless a
-     * promise() waits */
+     * promise() waits, or it is a break()/continue() no loop took (its
+     * cancel handlers on the way cleared the state for the loop) */
     const char* info = error_info_of(bsi);
-    int told = jerr_same(r, code, info) && !r->finish;
+    int told = jerr_same(r, code, info) && !r->finish && strcmp(code, FUTOIN_ERR_LOOP_BREAK) != 0
+               && strcmp(code, FUTOIN_ERR_LOOP_CONT) != 0;
     if (r->running && !told && napi_open_handle_scope(env, &hs) == napi_ok) {
         napi_value argv[3];
         if (root_arg(e, r, &argv[0]) == 0) {

@@ -663,3 +663,31 @@ test('break(label) that no loop takes: its cancel and error handlers see LoopBre
     await r.promise();
     assert.deepStrictEqual(seen, ['cancel LoopBreak NOSUCH', 'handler LoopBreak LoopBreak NOSUCH']);
 });
+
+test('break(label)/continue(label) that no loop takes ends the flow with the Error it threw as last_exception, also past a cancel handler, as futoin-asyncsteps', T, async () => {
+    // found by a differential fuzzer: a cancel handler on the way left null
+    for (const [ctl, code] of [['break', 'LoopBreak'], ['continue', 'LoopCont']]) {
+        for (const withCancel of [false, true]) {
+            const r = $as();
+            let thrown = null;
+            r.add((as) => {
+                as.loop((as) => {
+                    if (withCancel) {
+                        as.setCancel((as) => {});
+                    }
+                    try {
+                        as[ctl]('NOSUCH');
+                    } catch (e) {
+                        thrown = e;
+                        throw e;
+                    }
+                }, 'A');
+            });
+            const end = await r.promise().then(() => null, (e) => e);
+            assert.ok(end instanceof Error, `${ctl} ${withCancel}`);
+            assert.strictEqual(end.message, code);
+            assert.ok(thrown instanceof Error);
+            assert.strictEqual(r.state.last_exception, thrown, `${ctl} ${withCancel}`);
+        }
+    }
+});
