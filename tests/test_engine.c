@@ -611,6 +611,56 @@ static void branch_error_runs_parallel_handler_in_its_event_the_added_steps_late
     o->api->free(o);
 }
 
+static FutoInAsyncSteps* g_kept[2];
+
+static void f_wait_keep_i(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args);
+
+/* waits, kept in g_kept[data], then traces "after<data>" */
+static void f_wait_then_trace(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    const int i = (int)(intptr_t)data;
+    bsi->api->add(bsi, data, f_wait_keep_i, NULL);
+    bsi->api->add(bsi, i ? "after1" : "after0", f_trace, NULL);
+}
+
+static void f_wait_keep_i(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    g_kept[(intptr_t)data] = bsi;
+    bsi->api->waitExternal(bsi);
+}
+
+/* execute_oldest(): the strand of the flow whose event is oldest goes on,
+ * one per call, as the reference's callImmediate() per completion */
+static void execute_oldest_runs_the_strand_completed_first(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, NULL, NULL);
+    p->api->add(p, (void*)(intptr_t)0, f_wait_then_trace, NULL);
+    p->api->add(p, (void*)(intptr_t)1, f_wait_then_trace, NULL);
+    r->api->add(r, "end", f_trace, NULL);
+    assert_int_equal(futoin_steps_execute_oldest(r), 0); /* not running */
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    futoin_tool_iterate(t, 0);
+    assert_non_null(g_kept[0]);
+    assert_non_null(g_kept[1]);
+    assert_int_equal(futoin_steps_execute_oldest(r), 0); /* nothing queued */
+    g_kept[1]->api->success(g_kept[1], NULL);
+    g_kept[0]->api->success(g_kept[0], NULL);
+    assert_trace("");
+    assert_int_equal(futoin_steps_execute_oldest(r), 1);
+    assert_trace("after1");
+    assert_int_equal(futoin_steps_execute_oldest(r), 1);
+    assert_trace("after1|after0");
+    futoin_tool_iterate(t, 0);
+    assert_trace("after1|after0|end");
+    assert_int_equal(futoin_steps_execute_oldest(NULL), 0);
+}
+
 /* futoin_steps_is_waiting(): a step waiting for an event from outside, until
  * an error from outside reaches it (a host then drops a late completion) */
 static void is_waiting_tells_a_step_that_waits_for_an_event(void** state)
@@ -1971,6 +2021,7 @@ int main(void)
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(branch_error_runs_parallel_handler_in_its_event_the_added_steps_later),
+            T(execute_oldest_runs_the_strand_completed_first),
             T(is_waiting_tells_a_step_that_waits_for_an_event),
             T(is_waiting_tells_a_loop_body_that_waits),
             T(runs_substeps_tells_a_step_its_handler_moved_on),

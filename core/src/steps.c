@@ -1719,6 +1719,38 @@ static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*))
     return head_hit;
 }
 
+/* fl's strand nearest the head of the tool's queue (its oldest event), or
+ * NULL; looked for from both ends at once, as queued_strand_of() */
+static fstrand* oldest_queued_strand_of(fflow* fl)
+{
+    uint32_t mine = fl->queued_n;
+    ftask* hd = fl->tool->q_head;
+    ftask* tl = fl->tool->q_tail;
+    fstrand* tail_hit = NULL; /* the tail side's match nearest the head */
+    while (mine && hd) {
+        fstrand* b = hd->data;
+        if (hd->cb == strand_run && b->flow == fl) {
+            return b;
+        }
+        if (hd == tl) {
+            break;
+        }
+        hd = hd->next;
+        b = tl->data;
+        if (tl->cb == strand_run && b->flow == fl) {
+            tail_hit = b;
+            if (--mine == 0) {
+                break; /* all of fl's seen from the tail side */
+            }
+        }
+        if (tl == hd) {
+            break;
+        }
+        tl = tl->prev;
+    }
+    return tail_hit;
+}
+
 static int strand_is_fresh(const fstrand* b)
 {
     return b->fresh;
@@ -2089,6 +2121,13 @@ static int execute_burst(FutoInAsyncSteps* root, int inside_host_step)
 {
     fflow* fl = flow_of_root(root);
     return fl ? strand_burst(fl, &fl->main, inside_host_step) : 0;
+}
+
+int futoin_steps_execute_oldest(FutoInAsyncSteps* root)
+{
+    fflow* fl = flow_of_root(root);
+    fstrand* st = fl ? oldest_queued_strand_of(fl) : NULL;
+    return st ? strand_burst(fl, st, 1) : 0;
 }
 
 int futoin_steps_execute_strand(FutoInAsyncSteps* step)

@@ -149,8 +149,21 @@ const register = (func, onerror) => {
     return k;
 };
 
-/* queueable: h is the step whose callback runs or just returned */
-const successN = (h, args, queueable) => {
+/* a flow completed from outside goes on in a setImmediate() of its own, as
+ * futoin-asyncsteps' callImmediate() per completion: behind the callbacks
+ * queued before, with microtasks and nextTicks between it and another flow
+ * resumed in the same event; the last one runs whatever else is ready */
+const resumeFlow = (root) => {
+    if (reg.immediateRuns()) {
+        N.runNow(true);
+    } else if (root._running && root._h !== undefined) {
+        goOn(root, N.resumeNow(root._h));
+    }
+};
+
+/* queueable: h is the step whose callback runs or just returned; root: its
+ * root, when completed from outside */
+const successN = (h, args, queueable, root) => {
     if (queueable && reg.queueSuccess(h, args)) {
         return;
     }
@@ -162,7 +175,12 @@ const successN = (h, args, queueable) => {
     } else {
         N.success(h, n, Array.from(args));
     }
-    if (!queueable) {
+    if (queueable) {
+        return;
+    }
+    if (root !== undefined && !root._test && !root._foreign) {
+        reg.queueImmediate(resumeFlow, root);
+    } else {
         reg.armImmediate(); // from outside: the flow goes on as after callImmediate()
     }
 };
@@ -707,7 +725,9 @@ const goOn = (root, ran) => {
     } else if (root._test) {
         return;
     }
-    N.runNow();
+    if (reg.SH[reg.SH_IMM] === 0) {
+        N.runNow(); // (else our setImmediate() turn queued runs it)
+    }
 };
 
 /* fn(root, arg) from a promise reaction; own: the reaction runs in root's
@@ -878,7 +898,7 @@ class AsyncStepProtector {
         }
         this._f |= F_DONE;
         doneWaiting(this._root, this._h);
-        successN(this._h, args, this._h === CUR);
+        successN(this._h, args, this._h === CUR, this._root);
         if (this._ck >= 0 && this._h !== CUR) {
             // completed from outside: a cancel() before its flow goes on
             // has nothing of it to cancel, as in futoin-asyncsteps
@@ -1484,7 +1504,7 @@ class AsyncSteps {
         if (h === undefined) {
             this.error('InternalError', 'Invalid success completion');
         }
-        successN(h, args, false);
+        successN(h, args, false, this);
     }
 
     _burst_success(args = []) {

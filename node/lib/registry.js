@@ -187,15 +187,38 @@ reg.queueSuccess = (h, args) => {
  * queued before; the engine's check handle leaves ready work to it */
 const SH_IMM = SH_NUM + 2 * SH_NUM_CAP;
 const SH_FIN_MORE = SH_IMM + 1;
-const runImmediate = () => {
-    reg.SH[SH_IMM] = 0;
-    N.runNow(true); // a loop iteration: due step timers fire too
+// our setImmediate() turns queued and not run yet; while there are any,
+// SH_IMM is set and no other turn runs ready work (C clears it when they
+// were swallowed, src/driver.c on_check())
+let immPending = 0;
+/* one of them runs: true when it is the last (the turn of all ready work) */
+reg.immediateRuns = () => {
+    const SH = reg.SH;
+    if (SH[SH_IMM] === 0 || --immPending <= 0) {
+        immPending = 0;
+        SH[SH_IMM] = 0;
+        return true;
+    }
+    return false;
 };
-reg.armImmediate = () => {
+const runImmediate = () => {
+    if (reg.immediateRuns()) {
+        N.runNow(true); // a loop iteration: due step timers fire too
+    }
+};
+/* fn(arg) in a setImmediate() queued now */
+reg.queueImmediate = (fn, arg) => {
     const SH = reg.SH;
     if (SH[SH_IMM] === 0) {
-        setImmediate(runImmediate);
-        SH[SH_IMM] = 1;
+        immPending = 0;
+    }
+    ++immPending;
+    SH[SH_IMM] = 1; // (again: on_check() takes 2 for a turn that was swallowed)
+    setImmediate(fn, arg);
+};
+reg.armImmediate = () => {
+    if (reg.SH[SH_IMM] === 0) {
+        reg.queueImmediate(runImmediate, undefined);
     }
 };
 reg.initShared = (SH) => {
@@ -206,6 +229,7 @@ reg.initShared = (SH) => {
 };
 
 reg.SLOT = SLOT;
+reg.SH_IMM = SH_IMM;
 reg.SH_OPS = SH_OPS;
 reg.SH_OPS_N = SH_OPS_N;
 reg.SH_NUM_N = SH_NUM_N;

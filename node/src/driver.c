@@ -4,9 +4,10 @@
  * setImmediate callbacks run), timers on a uv timer, posts from other threads
  * wake the loop through a uv_async. Handles are unreferenced whenever the
  * scheduler has nothing pending, so the process exits by itself. A flow
- * completed from outside goes on in a turn JS queued with setImmediate()
- * (SH_IMM): after the callbacks queued before, as futoin-asyncsteps goes on
- * through callImmediate() (our check handle runs ahead of Node's).
+ * completed from outside goes on in a setImmediate() JS queued for it
+ * (SH_IMM set while any is queued): after the callbacks queued before, as
+ * futoin-asyncsteps goes on through callImmediate() (our check handle runs
+ * ahead of Node's); the last of them runs a turn of whatever else is ready.
  */
 #include "addon.h"
 

@@ -1327,17 +1327,26 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
 /* root r's flow goes on now, alone; its first JS step in SH_HOST_OUT
  * (errors_only: only what unwinds an error raised from outside, up to an
  * error handler) */
-static int flow_now(jsenv* e, jroot* r, int errors_only, FutoInAsyncSteps* step)
+enum { NOW_STRAND, NOW_ERRORS, NOW_OLDEST };
+
+static int flow_now(jsenv* e, jroot* r, int mode, FutoInAsyncSteps* step)
 {
     FutoInAsyncTool* tool = r->tool;
     const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
+    const int errors_only = mode == NOW_ERRORS;
     jlazy lz;
     lz_enter(e, &lz);
     /* `step`: its strand, which may be a parallel branch's */
-    int ran = errors_only ? futoin_steps_unwind_now(r->bsi)
-                          : futoin_steps_execute_strand(step ? step : r->bsi);
+    int ran = errors_only         ? futoin_steps_unwind_now(r->bsi)
+              : mode == NOW_OLDEST ? futoin_steps_execute_oldest(r->bsi)
+                                  : futoin_steps_execute_strand(step ? step : r->bsi);
     lz_leave(e, &lz);
-    e->sh[SH_HOST_OUT] = host_take_next(e, tool, r, rslot, rgen, errors_only);
+    /* JS runs what it takes only when something ran: a step taken else
+     * would hold the flow for good */
+    e->sh[SH_HOST_OUT] = ran ? host_take_next(e, tool, r, rslot, rgen, errors_only) : 0;
+    if (!ran && tool == e->tool && futoin_tool_host_pending(tool)) {
+        jd_arm_ready(e);
+    }
     return ran;
 }
 
@@ -1346,11 +1355,13 @@ static int flow_now(jsenv* e, jroot* r, int errors_only, FutoInAsyncSteps* step)
  * inside the call, as futoin-asyncsteps does: errorsOnly, no step after
  * them); not inside the scheduler's own callbacks. Its first JS step comes
  * back in SH_HOST_OUT as from execute() with JS_HOST_NESTED */
-static napi_value n_flow_now(napi_env env, napi_callback_info info)
+static napi_value flow_now_call(napi_env env, napi_callback_info info, int mode)
 {
     GET_ARGS(3);
-    bool errors_only = false;
-    napi_get_value_bool(env, argv[1], &errors_only);
+    bool errors_only = mode == NOW_ERRORS;
+    if (mode != NOW_OLDEST) {
+        napi_get_value_bool(env, argv[1], &errors_only);
+    }
     e->sh[SH_HOST_OUT] = 0;
     hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
     if (!h || !h->root->running) {
@@ -1363,11 +1374,23 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     if (!errors_only) {
         futoin_steps_parallel_failed(r->bsi); /* more_after() tells of this run only */
     }
-    const int ran = flow_now(e, r, errors_only, step && step->root == r ? step->bsi : NULL);
+    const int ran = flow_now(e, r, errors_only ? NOW_ERRORS : mode, step && step->root == r ? step->bsi : NULL);
     e->sh[SH_MORE] = !ran ? 0 : errors_only ? other_ready(e, tool) : more_after(e, tool, r, rslot, rgen);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran != 0, &out));
     return out;
+}
+
+static napi_value n_flow_now(napi_env env, napi_callback_info info)
+{
+    return flow_now_call(env, info, NOW_STRAND);
+}
+
+/* resumeNow(h) -> whether it ran: as flowNow(h), the strand of root h's
+ * flow queued longest (a completion from outside, in its setImmediate()) */
+static napi_value n_resume_now(napi_env env, napi_callback_info info)
+{
+    return flow_now_call(env, info, NOW_OLDEST);
 }
 
 /* query(h's C root) for the running root h, false for any other handle */
@@ -1989,6 +2012,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"goesOnLater", n_goes_on_later},
             {"inBranch", n_in_branch},
             {"flowNow", n_flow_now},
+            {"resumeNow", n_resume_now},
             {"waiting", n_waiting},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},

@@ -426,6 +426,32 @@ test('a flow resumed from outside goes on after earlier setImmediate() callbacks
     assert.deepStrictEqual(order.filter((x) => x !== 'B Timeout'), ['E', 'A next']);
 });
 
+test('flows resumed from outside in one event each go on in a setImmediate() of its own, microtasks between, as futoin-asyncsteps', T, async () => {
+    // futoin-asyncsteps queues a callImmediate() per completion: B, resumed
+    // after the event queued a setImmediate(), goes on after it; A's promise
+    // settles before B goes on. B rode A's turn, ahead of both
+    const order = [];
+    let a = null;
+    let b = null;
+    const pa = $as().add((as) => {
+        a = as;
+        as.waitExternal();
+    }).add((as) => order.push('A goes on')).promise();
+    pa.then(() => order.push('A resolved'));
+    const pb = $as().add((as) => {
+        b = as;
+        as.waitExternal();
+    }).add((as) => order.push('B goes on')).promise();
+    await new Promise((resolve) => setImmediate(() => {
+        a.success();
+        setImmediate(() => order.push('immediate'));
+        b.success();
+        resolve();
+    }));
+    await pb;
+    assert.deepStrictEqual(order, ['A goes on', 'A resolved', 'immediate', 'B goes on']);
+});
+
 test('a flow resumed by a step of another flow goes on after earlier setImmediate() callbacks', T, async () => {
     const order = [];
     const { resume, done } = waitingFlow(order, 'resumed');

@@ -200,6 +200,10 @@ FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
  * from outside): it goes on now, alone, as the JS reference goes on with an
  * await() in a branch in the promise's reaction. Returns 1 when it ran. */
 FUTOIN_API int futoin_steps_execute_strand(FutoInAsyncSteps* step);
+/* The same for the strand of root's flow queued longest (its oldest event: a
+ * success() from outside queued it), as the JS reference goes on after each
+ * completion in a callImmediate() of its own. Returns 1 when it ran. */
+FUTOIN_API int futoin_steps_execute_oldest(FutoInAsyncSteps* root);
 /* In a cancel handler of `step`: the error code whose unwinding runs it (a
  * Timeout, an error from outside), or that of the parallel branch whose
  * failure cancels it; NULL when a cancel() runs it (or anywhere else). */
