@@ -1367,7 +1367,7 @@ static napi_value flow_now_call(napi_env env, napi_callback_info info, int mode)
     if (!h || !h->root->running) {
         return NULL;
     }
-    hslot* step = jh_get(e, argv[2], KINDS_STEP);
+    hslot* step = mode == NOW_STRAND ? jh_get(e, argv[2], KINDS_STEP) : NULL;
     jroot* r = h->root;
     FutoInAsyncTool* tool = r->tool; /* the flow may end and its root go */
     const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
