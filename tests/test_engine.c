@@ -459,6 +459,59 @@ static void cancel_handler_of_a_sibling_tells_the_failed_branch_error(void** sta
     assert_trace("cancel:Timeout|cancel:Timeout|par:Timeout|unhandled:Timeout:");
 }
 
+static void cancel_trace_crossed(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)data;
+    trace("cancel:%d", futoin_steps_take_error_crossed(bsi));
+}
+
+static void wait_with_cancel_crossed(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->setCancel(bsi, NULL, cancel_trace_crossed);
+}
+
+static void eh_trace_crossed(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    trace("%s:%s:%d", (const char*)data, code, futoin_steps_take_error_crossed(bsi));
+}
+
+static void unhandled_crossed(FutoInAsyncSteps* bsi, void* data, const char* code)
+{
+    (void)data;
+    trace("unhandled:%s:%d", code, futoin_steps_take_error_crossed(bsi));
+}
+
+/* take_error_crossed(): the first handler that an error out of a parallel
+ * branch reaches is told so, once (the reference raises it anew on the
+ * parallel step); not the branch's own handlers */
+static void take_error_crossed_tells_the_first_handler_past_the_branch(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_trace_crossed);
+    p->api->add(p, NULL, wait_with_cancel_crossed, NULL);
+    p->api->add(p, NULL, wait_with_cancel_crossed, NULL);
+    p->api->add(p, "Boom", f_fail, eh_trace_crossed);
+    r->api->execute(r, NULL, unhandled_crossed);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("Boom:Boom:0|cancel:1|cancel:0|par:Boom:0|unhandled:Boom:0");
+    trace_reset();
+    p = r->api->parallel(r, "par", eh_trace_crossed);
+    p->api->add(p, "Boom", f_fail, NULL);
+    r->api->execute(r, NULL, unhandled_crossed);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("par:Boom:1|unhandled:Boom:0");
+    trace_reset();
+    p = r->api->parallel(r, NULL, NULL);
+    p->api->add(p, "Boom", f_fail, NULL);
+    r->api->execute(r, NULL, unhandled_crossed);
+    futoin_tool_run(g_fx.tool);
+    assert_trace("unhandled:Boom:1");
+    assert_int_equal(futoin_steps_take_error_crossed(NULL), 0);
+}
+
 static void f_timed(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)data;
@@ -2017,6 +2070,7 @@ int main(void)
             T(branch_completed_from_outside_goes_on_at_once),
             T(cancel_handler_tells_the_error_it_unwinds),
             T(cancel_handler_of_a_sibling_tells_the_failed_branch_error),
+            T(take_error_crossed_tells_the_first_handler_past_the_branch),
             T(iterate_timers_runs_a_timeout_and_its_parallel_handlers_only),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),

@@ -348,6 +348,7 @@ typedef struct fstrand
     uint8_t fresh;        /* a branch not run yet: a nested run of its flow takes its first burst */
     uint8_t in_host_q;    /* on the host queue (HQ_*): its step waits for the host to take it */
     uint8_t unwinding;    /* a cancel handler of its error unwinding runs */
+    uint8_t err_crossed;  /* its error came out of a parallel branch, not told to a handler yet */
     uint8_t handlers_only; /* an error from outside its burst (a step timeout, a failed branch):
                               its handlers run in that event, its next step on a later turn */
     FutoInArgs out_args;  /* the last success() values, for the next step */

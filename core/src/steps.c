@@ -127,6 +127,7 @@ static void strand_init_id(fstrand* st, fflow* fl, fstep* base, ptrdiff_t id)
     st->fresh = 0;
     st->in_host_q = 0;
     st->unwinding = 0;
+    st->err_crossed = 0;
     st->handlers_only = 0;
     base->strand = st;
 }
@@ -163,6 +164,7 @@ static void strand_set_code(fstrand* st, const char* code)
     uint8_t idx = st->code_idx ^ 1;
     fbuf_set_or(&st->code[idx], code, FUTOIN_ERR_INTERNAL_ERROR);
     st->code_idx = idx;
+    st->err_crossed = 0;
 }
 
 /* An error from outside (timer, I/O, another thread) waits with its strand:
@@ -493,6 +495,7 @@ static int branch_fail(fstrand* b)
     fstep* par = b->par;
     fstrand* pst = par->strand;
     strand_set_code(pst, strand_code(b));
+    pst->err_crossed = 1; /* before the siblings' cancel handlers */
     branch_release(b);
     fflow* fl = par->flow;
     fstrand* outer_cause = fl->cancel_cause; /* a branch of a branch being cancelled */
@@ -1297,6 +1300,7 @@ void feng_execute(fflow* fl, void* data, FutoInAsyncSteps_error_callback eh)
     fl->unhandled = eh;
     fl->unhandled_data = data;
     fl->flags |= FL_RUNNING;
+    fl->main.err_crossed = 0; /* what the last run's unhandled error kept */
     fl->base.state = FS_SUB;
     fl->main.top = &fl->base;
     fl->main.err_pending = 0;
@@ -2121,6 +2125,22 @@ static int execute_burst(FutoInAsyncSteps* root, int inside_host_step)
 {
     fflow* fl = flow_of_root(root);
     return fl ? strand_burst(fl, &fl->main, inside_host_step) : 0;
+}
+
+int futoin_steps_take_error_crossed(FutoInAsyncSteps* step)
+{
+    if (!step || !futoin_steps_is_native(step)) {
+        return 0;
+    }
+    fstep* s = fstep_of(step);
+    fflow* fl = s->flow;
+    /* a sibling's cancel handler: the failed branch's parallel tells */
+    fstrand* st = fl->cancel_cause ? fl->cancel_cause : s->kind == FK_ROOT ? &fl->main : s->strand;
+    if (!st || !st->err_crossed) {
+        return 0;
+    }
+    st->err_crossed = 0;
+    return 1;
 }
 
 int futoin_steps_execute_oldest(FutoInAsyncSteps* root)

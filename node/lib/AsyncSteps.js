@@ -2178,9 +2178,17 @@ const withValues = (func, values) => function(as) {
  * error() would */
 const syncErrorState = (root, code, info) => {
     const state = root.state;
+    const SH = reg.SH;
+    const fresh = SH[reg.SH_ERR_FRESH] !== 0;
+    SH[reg.SH_ERR_FRESH] = 0;
     // '' and no error_info are the same to C
     if (root._jsErr !== code || (root._jsInfo || undefined) !== info) {
         state.error_info = info;
+        state.last_exception = new Error(code);
+    } else if (fresh) {
+        // out of a parallel branch: raised anew on the parallel step with
+        // the error_info the state has, as futoin-asyncsteps' ParallelStep
+        // does with error(code, state.error_info): a new Error
         state.last_exception = new Error(code);
     }
     root._jsErr = code; // handlers further out see the same error

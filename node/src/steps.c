@@ -421,6 +421,18 @@ static int jerr_same(const jroot* r, const char* code, const char* info)
     return r->jerr && strcmp(r->jbuf, code) == 0 && strcmp(r->jbuf + strlen(code) + 1, info ? info : "") == 0;
 }
 
+/* 1 when the error a handler of bsi (or the end of root bsi) is told came
+ * out of a parallel branch since: JS makes it a new Error then, as the
+ * reference raises it on the parallel step anew (SH_ERR_FRESH) */
+static int err_fresh(jsenv* e, FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_take_error_crossed(bsi)) {
+        return 0;
+    }
+    e->sh[SH_ERR_FRESH] = 1;
+    return 1;
+}
+
 static const char* error_info_of(FutoInAsyncSteps* bsi)
 {
     return bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
@@ -451,7 +463,9 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
     napi_value argv[5];
     napi_create_uint32(env, f->k + 1, &argv[2]);
     error_values(env, f->root, code, error_info_of(bsi), &argv[3]);
+    err_fresh(e, bsi);
     js_dispatch(e, e->f_error, bsi, f->root, 5, argv);
+    e->sh[SH_ERR_FRESH] = 0;
     napi_close_handle_scope(env, hs);
 }
 
@@ -487,7 +501,7 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
             const char* code = futoin_steps_unwinding(bsi);
             const char* info = code ? error_info_of(bsi) : NULL;
             size_t argc = 3;
-            if (code && !jerr_same(f->root, code, info)) {
+            if (code && (err_fresh(e, bsi) || !jerr_same(f->root, code, info))) {
                 error_values(env, f->root, code, info, &argv[3]);
                 argc = 5;
             } else if (code) {
@@ -495,6 +509,7 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
                 argc = 4;
             }
             call_js(e, e->f_cancel, NULL, argc, argv);
+            e->sh[SH_ERR_FRESH] = 0;
             if (e->sh[SH_OPS_N]) {
                 js_flush_ops(e);
             }
@@ -667,12 +682,13 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
      * cancel handlers on the way cleared the state for the loop) */
     const char* info = error_info_of(bsi);
     int told = jerr_same(r, code, info) && !r->finish && strcmp(code, FUTOIN_ERR_LOOP_BREAK) != 0
-               && strcmp(code, FUTOIN_ERR_LOOP_CONT) != 0;
+               && strcmp(code, FUTOIN_ERR_LOOP_CONT) != 0 && !err_fresh(e, bsi);
     if (r->running && !told && napi_open_handle_scope(env, &hs) == napi_ok) {
         napi_value argv[3];
         if (root_arg(e, r, &argv[0]) == 0) {
             error_values(env, r, code, info, &argv[1]);
             call_js(e, e->f_finish, NULL, 3, argv);
+            e->sh[SH_ERR_FRESH] = 0;
         }
         napi_close_handle_scope(env, hs);
     }
@@ -1151,7 +1167,7 @@ static int32_t host_take(jsenv* e, FutoInAsyncTool* t, jroot* only)
         const char* code = futoin_tool_host_error(bsi);
         const char* info = error_info_of(bsi);
         n = JS_CODE_SAME - 1;
-        if (!jerr_same(f->root, code, info)) {
+        if (err_fresh(e, bsi) || !jerr_same(f->root, code, info)) {
             n = 2;
             if (napi_get_reference_value(env, e->host_args, &arr) == napi_ok && arr) {
                 error_values(env, f->root, code, info, v);

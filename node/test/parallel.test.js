@@ -617,3 +617,65 @@ test('a branch refused by a full Mutex or Throttle queue: the parallel\'s error 
         }
     }
 }));
+
+test('a branch\'s error crosses into the parallel as a new Error of its code: the siblings\' cancel handlers, the parallel\'s handler and the flow\'s end see it, as futoin-asyncsteps', T, async () => {
+    // futoin-asyncsteps raises the branch's error on the parallel step with
+    // error(code, info): inside the branch its own exception, outside a new Error
+    class MyErr extends Error {}
+    const seen = {};
+    const r = $as();
+    r.add((as) => {
+        as.parallel((as, err) => {
+            seen.par = as.state.last_exception;
+            seen.parInfo = as.state.error_info;
+        })
+            .add((as) => as.setCancel((as) => {
+                seen.sib = as.state.last_exception;
+            }))
+            .add((as) => {
+                as.add((as) => {
+                    as.waitExternal();
+                    setImmediate(() => as.success());
+                });
+                as.add((as) => {
+                    as.state.error_info = 'inf';
+                    throw new MyErr('Boom');
+                }, (as, err) => {
+                    seen.branch = as.state.last_exception;
+                });
+            });
+    });
+    const end = await r.promise().then(() => null, (e) => e);
+    assert.ok(end instanceof Error);
+    assert.ok(seen.branch instanceof MyErr);
+    for (const k of ['sib', 'par']) {
+        assert.ok(seen[k] instanceof Error && !(seen[k] instanceof MyErr), k);
+        assert.strictEqual(seen[k].message, 'Boom', k);
+    }
+    assert.strictEqual(seen.sib, seen.par);
+    assert.strictEqual(r.state.last_exception, seen.par);
+    assert.strictEqual(seen.parInfo, 'inf');
+});
+
+test('a branch\'s error crossing into the parallel keeps the error_info value the state has (an object stays that object)', T, async () => {
+    const info = { why: 'object info' };
+    const seen = {};
+    const r = $as();
+    r.add((as) => {
+        as.parallel((as, err) => {
+            seen.info = as.state.error_info;
+            seen.le = as.state.last_exception;
+            as.success();
+        }).add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+                setImmediate(() => as.success());
+            });
+            as.add((as) => as.error('Code', info));
+        });
+    });
+    await r.promise();
+    assert.strictEqual(seen.info, info);
+    assert.ok(seen.le instanceof Error);
+    assert.strictEqual(seen.le.message, 'Code');
+});

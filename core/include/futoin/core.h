@@ -208,6 +208,11 @@ FUTOIN_API int futoin_steps_execute_oldest(FutoInAsyncSteps* root);
  * Timeout, an error from outside), or that of the parallel branch whose
  * failure cancels it; NULL when a cancel() runs it (or anywhere else). */
 FUTOIN_API const char* futoin_steps_unwinding(FutoInAsyncSteps* step);
+/* In a cancel or error handler of `step`, or at the end of root `step`'s
+ * flow: 1 the first time the error that unwinds came out of a parallel
+ * branch (the reference raises it on the parallel step anew, with a new
+ * exception), 0 else; it tells each crossing once. */
+FUTOIN_API int futoin_steps_take_error_crossed(FutoInAsyncSteps* step);
 /* The strands of root's flow that wait with an error to unwind (raised on
  * one of its steps from outside, or a parallel branch that failed) run now,
  * newest first, until none is left (at most a burst of them): a host runs
