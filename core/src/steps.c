@@ -1686,73 +1686,47 @@ static fflow* flow_of_root(FutoInAsyncSteps* root)
 }
 
 /* the strand of fl nearest the tail of the tool's queue that match()
- * takes, or NULL. The queue holds other flows' strands too, any number of
- * them (flows started in one go wait there for a turn), and a failed
- * branch's parent goes to its front: fl's are looked for from both ends at
- * once, up to the last of them (fl->queued_n) */
-static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*))
+ * takes (nearest the head: `oldest`), or NULL. The queue holds other flows'
+ * strands too, any number of them (flows started in one go wait there for a
+ * turn), and a failed branch's parent goes to its front: fl's are looked for
+ * from both ends at once, up to the last of them (fl->queued_n) */
+static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*), int oldest)
 {
     uint32_t mine = fl->queued_n;
-    ftask* tl = fl->tool->q_tail;
-    ftask* hd = fl->tool->q_head;
-    fstrand* head_hit = NULL; /* the head side's match nearest the tail */
-    while (mine && tl) {
-        fstrand* b = tl->data;
-        if (tl->cb == strand_run && b->flow == fl) {
+    ftask* near = oldest ? fl->tool->q_head : fl->tool->q_tail; /* its match wins at once */
+    ftask* far = oldest ? fl->tool->q_tail : fl->tool->q_head;
+    fstrand* far_hit = NULL; /* the far side's match nearest the near end */
+    while (mine && near) {
+        fstrand* b = near->data;
+        if (near->cb == strand_run && b->flow == fl) {
             if (match(b)) {
-                return b; /* nearer the tail than all the head side saw */
+                return b; /* nearer than all the far side saw */
             }
             --mine;
         }
-        if (tl == hd || !mine) {
+        if (near == far || !mine) {
             break;
         }
-        tl = tl->prev;
-        b = hd->data;
-        if (hd->cb == strand_run && b->flow == fl) {
+        near = oldest ? near->next : near->prev;
+        b = far->data;
+        if (far->cb == strand_run && b->flow == fl) {
             if (match(b)) {
-                head_hit = b;
+                far_hit = b;
             }
             --mine;
         }
-        if (hd == tl) {
+        if (far == near) {
             break;
         }
-        hd = hd->next;
+        far = oldest ? far->prev : far->next;
     }
-    return head_hit;
+    return far_hit;
 }
 
-/* fl's strand nearest the head of the tool's queue (its oldest event), or
- * NULL; looked for from both ends at once, as queued_strand_of() */
-static fstrand* oldest_queued_strand_of(fflow* fl)
+static int strand_any(const fstrand* b)
 {
-    uint32_t mine = fl->queued_n;
-    ftask* hd = fl->tool->q_head;
-    ftask* tl = fl->tool->q_tail;
-    fstrand* tail_hit = NULL; /* the tail side's match nearest the head */
-    while (mine && hd) {
-        fstrand* b = hd->data;
-        if (hd->cb == strand_run && b->flow == fl) {
-            return b;
-        }
-        if (hd == tl) {
-            break;
-        }
-        hd = hd->next;
-        b = tl->data;
-        if (tl->cb == strand_run && b->flow == fl) {
-            tail_hit = b;
-            if (--mine == 0) {
-                break; /* all of fl's seen from the tail side */
-            }
-        }
-        if (tl == hd) {
-            break;
-        }
-        tl = tl->prev;
-    }
-    return tail_hit;
+    (void)b;
+    return 1;
 }
 
 static int strand_is_fresh(const fstrand* b)
@@ -1778,7 +1752,7 @@ static int run_fresh_branch(fflow* fl)
         return 0;
     }
     /* fresh strands are queued once, when made: the last one queued is the newest */
-    fstrand* newest = queued_strand_of(fl, strand_is_fresh);
+    fstrand* newest = queued_strand_of(fl, strand_is_fresh, 0);
     if (!newest) {
         fl->fresh_n = 0; /* the rest were released before they ran */
         return 0;
@@ -1969,7 +1943,7 @@ int futoin_steps_execute_nested(FutoInAsyncSteps* root)
  * from outside are queued last, failed branches' parents first) */
 static fstrand* queued_error_of(fflow* fl)
 {
-    return queued_strand_of(fl, strand_has_error);
+    return queued_strand_of(fl, strand_has_error, 0);
 }
 
 /* the strands of fl that wait with an error to unwind run their handlers,
@@ -2146,7 +2120,7 @@ int futoin_steps_take_error_crossed(FutoInAsyncSteps* step)
 int futoin_steps_execute_oldest(FutoInAsyncSteps* root)
 {
     fflow* fl = flow_of_root(root);
-    fstrand* st = fl ? oldest_queued_strand_of(fl) : NULL;
+    fstrand* st = fl ? queued_strand_of(fl, strand_any, 1) : NULL;
     return st ? strand_burst(fl, st, 1) : 0;
 }
 
