@@ -678,20 +678,22 @@ static void tr_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
     napi_env env = e->env;
     napi_handle_scope hs;
     /* JS raised it and has its state already: nothing to tell unless a
-     * promise() waits, or it is a break()/continue() no loop took (its
-     * cancel handlers on the way cleared the state for the loop) */
+     * promise() waits, it came out of a parallel branch (a new Error), or it
+     * is a break()/continue() no loop took (its cancel handlers on the way
+     * cleared the state for the loop) */
     const char* info = error_info_of(bsi);
-    int told = jerr_same(r, code, info) && !r->finish && strcmp(code, FUTOIN_ERR_LOOP_BREAK) != 0
-               && strcmp(code, FUTOIN_ERR_LOOP_CONT) != 0 && !err_fresh(e, bsi);
+    const int fresh = err_fresh(e, bsi);
+    int told = !fresh && jerr_same(r, code, info) && !r->finish && strcmp(code, FUTOIN_ERR_LOOP_BREAK) != 0
+               && strcmp(code, FUTOIN_ERR_LOOP_CONT) != 0;
     if (r->running && !told && napi_open_handle_scope(env, &hs) == napi_ok) {
         napi_value argv[3];
         if (root_arg(e, r, &argv[0]) == 0) {
             error_values(env, r, code, info, &argv[1]);
             call_js(e, e->f_finish, NULL, 3, argv);
-            e->sh[SH_ERR_FRESH] = 0;
         }
         napi_close_handle_scope(env, hs);
     }
+    e->sh[SH_ERR_FRESH] = 0;
     root_end(r);
 }
 

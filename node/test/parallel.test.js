@@ -679,3 +679,24 @@ test('a branch\'s error crossing into the parallel keeps the error_info value th
     assert.ok(seen.le instanceof Error);
     assert.strictEqual(seen.le.message, 'Code');
 });
+
+test('a branch\'s error that no handler takes ends the flow with a new Error of its code (promise())', T, async () => {
+    class MyErr extends Error {}
+    const r = $as();
+    r.add((as) => {
+        as.parallel().add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+                setImmediate(() => as.success());
+            });
+            as.add((as) => {
+                throw new MyErr('Boom');
+            });
+        });
+    });
+    const end = await r.promise().then(() => null, (e) => e);
+    assert.ok(end instanceof Error);
+    const le = r.state.last_exception;
+    assert.ok(le instanceof Error && !(le instanceof MyErr));
+    assert.strictEqual(le.message, 'Boom');
+});
