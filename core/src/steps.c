@@ -2124,6 +2124,12 @@ int futoin_steps_execute_oldest(FutoInAsyncSteps* root)
     return st ? strand_burst(fl, st, 1) : 0;
 }
 
+int futoin_steps_has_queued(FutoInAsyncSteps* root)
+{
+    fflow* fl = flow_of_root(root);
+    return fl && (fl->flags & FL_RUNNING) && fl->queued_n != 0;
+}
+
 int futoin_steps_execute_strand(FutoInAsyncSteps* step)
 {
     if (!step || !futoin_steps_is_native(step)) {

@@ -49,6 +49,7 @@ const SH_BATCH = 13;
 const SH_TOUCH = 14;
 const SH_MORE = 15;
 const MORE_PAR_FAILED = 2; // SH_MORE: a branch failed a parallel whose handlers wait
+const MORE_QUEUED = 4; // SH_MORE: the flow itself goes on later (a strand of it is queued)
 const OP_BATCH = 2; // OP_ADD, OP_FOLLOW: a batch (src/addon.h)
 const DEAD_H = -1; // the handle of a batch's step that ended: never live
 
@@ -154,10 +155,28 @@ const register = (func, onerror) => {
  * queued before, with microtasks and nextTicks between it and another flow
  * resumed in the same event; the last one runs whatever else is ready */
 const resumeFlow = (root) => {
-    if (reg.immediateRuns()) {
-        N.runNow(true);
-    } else if (root._running && root._h !== undefined) {
-        goOn(root, N.resumeNow(root._h));
+    const last = reg.immediateRuns();
+    let again = false;
+    if (root._running && root._h !== undefined && N.resumeNow(root._h)) {
+        runAlone(root._test, HOST_MORE);
+        const more = reg.SH[SH_MORE];
+        if ((more & MORE_PAR_FAILED) !== 0) {
+            // a branch failed a parallel: its handlers now, the steps
+            // after them later, as futoin-asyncsteps
+            if (N.flowNow(root._h, true)) {
+                runAlone(root._test, HOST_ERRORS);
+            }
+            again = true;
+        } else {
+            // its parallel ended, its burst was used up: the rest in a
+            // callImmediate() of its own there too
+            again = (more & MORE_QUEUED) !== 0;
+        }
+    }
+    if (again && root._running) {
+        reg.queueImmediate(resumeFlow, root);
+    } else if (last) {
+        N.runNow(true); // whatever else is ready
     }
 };
 

@@ -1256,11 +1256,13 @@ static int32_t other_ready(jsenv* e, FutoInAsyncTool* t)
 /* SH_MORE once the flow of r (slot, gen) ran from outside: other_ready(),
  * plus 2 when a branch error failed one of its parallel steps: JS runs the
  * handlers now (the reference does, inside that call), the steps after
- * them later */
+ * them later; plus 4 when the flow itself goes on later (a strand queued) */
 static int32_t more_after(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen)
 {
-    const int32_t par = root_live(e, r, slot, gen) && futoin_steps_parallel_failed(r->bsi) ? 2 : 0;
-    return other_ready(e, t) | par;
+    const int live = root_live(e, r, slot, gen);
+    const int32_t par = live && futoin_steps_parallel_failed(r->bsi) ? 2 : 0;
+    const int32_t own = live && futoin_steps_has_queued(r->bsi) ? 4 : 0;
+    return other_ready(e, t) | par | own;
 }
 
 /* hostDone(): the step SH_H ran and did SH_HOST_IN's JS_F_* (with

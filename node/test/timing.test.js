@@ -452,6 +452,33 @@ test('flows resumed from outside in one event each go on in a setImmediate() of 
     assert.deepStrictEqual(order, ['A goes on', 'A resolved', 'immediate', 'B goes on']);
 });
 
+test('the step after a parallel whose last branch completed from outside goes on in a setImmediate() of its own, as futoin-asyncsteps', T, async () => {
+    // the reference's parallel ends in the branch's callImmediate() and
+    // queues another for the step after it: behind a setImmediate() queued
+    // in the event that completed the branches
+    const order = [];
+    let b1 = null;
+    let b2 = null;
+    const done = $as().add((as) => {
+        as.parallel()
+            .add((as) => {
+                b1 = as;
+                as.waitExternal();
+            })
+            .add((as) => {
+                b2 = as;
+                as.waitExternal();
+            });
+    }).add((as) => order.push('next')).promise();
+    setImmediate(() => {
+        b1.success();
+        b2.success();
+        setImmediate(() => order.push('immediate'));
+    });
+    await done;
+    assert.deepStrictEqual(order, ['immediate', 'next']);
+});
+
 test('a flow resumed by a step of another flow goes on after earlier setImmediate() callbacks', T, async () => {
     const order = [];
     const { resume, done } = waitingFlow(order, 'resumed');

@@ -204,6 +204,9 @@ FUTOIN_API int futoin_steps_execute_strand(FutoInAsyncSteps* step);
  * success() from outside queued it), as the JS reference goes on after each
  * completion in a callImmediate() of its own. Returns 1 when it ran. */
 FUTOIN_API int futoin_steps_execute_oldest(FutoInAsyncSteps* root);
+/* 1 when a strand of root's running flow is queued to go on (a parallel
+ * that ended, a burst used up, a completion from outside), 0 else. */
+FUTOIN_API int futoin_steps_has_queued(FutoInAsyncSteps* root);
 /* In a cancel handler of `step`: the error code whose unwinding runs it (a
  * Timeout, an error from outside), or that of the parallel branch whose
  * failure cancels it; NULL when a cancel() runs it (or anywhere else). */
