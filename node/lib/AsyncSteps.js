@@ -347,8 +347,9 @@ const raise = (root, h, name, error_info, e) => {
         // the handlers get the thrown Error's message, as in futoin-asyncsteps
         deferRaise(root, e, RAISE_ERROR, e.message, infoArg(error_info));
     } else {
+        const own = ownsBurst(root, h);
         errorInC(root, h, name, infoArg(error_info));
-        errorsNow(root);
+        errorsNow(root, own);
     }
     throw e;
 };
@@ -545,21 +546,34 @@ const toolTimeoutFires = (as) => {
     }
     const root = as._root;
     stateError(root.state, signalError('Timeout'), undefined, false);
+    const own = ownsBurst(root, as._h);
     errorInC(root, as._h, 'Timeout', undefined);
-    errorsNow(root);
+    errorsNow(root, own);
 };
+
+/* an error from outside on step h of root: whether the steps after its
+ * handlers go on inside that call, as futoin-asyncsteps does for the flow
+ * that owns its burst (its steps ran last, or promise() started it), on its
+ * main sequence (a branch is a root of its own there, which owns none).
+ * Asked before C takes the error. */
+const ownsBurst = (root, h) => OWNER_H === root._h % SLOT && !root._test && !N.inBranch(h);
 
 /* an error raised on a step from outside a callback: its handlers run now,
  * as futoin-asyncsteps runs them in error(); the steps after them wait for
  * a turn, as after any completion from outside (virtual time: no event used
  * up; inside a cancel handler the test tool runs, as soon as it returns) */
-const errorsNow = (root) => {
+const errorsNow = (root, own = false) => {
     if (root._foreign || root._h === undefined) {
         if (!root._test) {
             N.runNow();
         }
     } else if (N.flowNow(root._h, true)) {
+        const owner = OWNER_H;
         runAlone(root._test, HOST_ERRORS | HOST_MORE);
+        OWNER_H = owner;
+        if (own && root._running && N.flowNow(root._h)) {
+            runAlone(false, HOST_MORE);
+        }
         if (reg.SH[SH_MORE] === 0) {
             return; // nothing to go on with (the flow ended): no turn armed ahead of later ones
         }
@@ -796,10 +810,11 @@ const awaitImpl = (asi, root, promise, onerror) => {
                 if (isLiveAs(step_as) && N.waiting(step_as._h)) {
                     const as = step_as;
                     step_as = null; // its cancel handler cancels the promise no more, as in futoin-asyncsteps
+                    const burst = ownsBurst(root, as._h);
                     awaitFailed(root, as, reason);
                     // its handlers run now, the steps after them on a later
                     // event, as after any error from outside (futoin-asyncsteps)
-                    inReaction(own, root, errorsNow);
+                    inReaction(own, root, errorsNow, burst);
                 }
             } else if (step_as === undefined) {
                 step_as = null;
@@ -1052,8 +1067,9 @@ class AsyncStepProtector {
         } else {
             // from an event: the handlers on the way run now, as for error()
             this._root._waitH = undefined;
+            const own = ownsBurst(this._root, this._h);
             loopCtlInC(this._root, this._h, kind, label, e);
-            errorsNow(this._root);
+            errorsNow(this._root, own);
         }
         throw e;
     }
@@ -1416,7 +1432,9 @@ class AsyncSteps {
         }
         // its first burst runs now, alone (inside a step too), as in
         // futoin-asyncsteps; other flows' steps wait for their own turn
+        const owner = OWNER_H;
         runAlone(test);
+        OWNER_H = owner; // execute() gives the burst back, as there
         if (this._running && !reg.finPending(this)) {
             if (!test && !draining[0] && N.readyNow()) {
                 // its next step is ready (a parallel ended): it goes on through
@@ -1596,6 +1614,9 @@ class AsyncSteps {
             });
             this._reject = reject;
             this.execute();
+            if (this._h !== undefined) {
+                OWNER_H = this._h % SLOT; // promise() keeps the burst, as there
+            }
         });
     }
 
@@ -2385,6 +2406,10 @@ const hostCall = (r, h, code, a0, budget) => ((code & 24) === MODE_ERROR_BITS ?
     onError(r, h, (code >>> 5) + 1, (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
     onStep(r, h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3], budget - 1));
 
+/* the root slot of the flow whose steps ran last, as futoin-asyncsteps'
+ * g_burst_owner: an error from outside on it goes on inside that call */
+let OWNER_H = 0;
+
 /* the AsyncResource whose scope JS runs in now (a flow's _ar), if any */
 let IN_AR;
 
@@ -2420,6 +2445,7 @@ const runHost = (testBit, nested) => {
                 a0 = HOST_ARGS[0];
             }
         }
+        OWNER_H = SH[6];
         const root = reg.arFlows === 0 ? undefined : rootOf(SH[6]);
         const ar = root !== undefined ? root._ar : undefined;
         const flags = ar === undefined || ar === IN_AR ? hostCall(SH[6], h, code, a0, budget) :

@@ -851,3 +851,47 @@ test('a step that fails at once still has its state through its own interface in
         'error cancel function E', 'error handler E',
     ]);
 }));
+
+test('error() from outside on the flow whose turn ran last: the steps after its recovering handler run inside that call, as futoin-asyncsteps\' burst', T, async () => {
+    // futoin-asyncsteps goes on inside error() when that flow owns the
+    // burst: it ran the last event, or promise() started it; else (a flow
+    // that execute() started and that waited since) through callImmediate()
+    for (const how of ['promise', 'event', 'execute']) {
+        const order = [];
+        const waiting = deferred();
+        const fin = deferred();
+        const root = $as();
+        root.add((as) => {
+            if (how === 'event') {
+                as.add((as) => {
+                    as.waitExternal();
+                    setImmediate(() => as.success());
+                });
+            }
+            as.add((as) => {
+                as.waitExternal();
+                waiting.resolve(as);
+            });
+        }, (as, err) => {
+            order.push(`handler ${err}`);
+            as.add((as) => order.push('added'));
+        });
+        root.add((as) => order.push('next'));
+        root.add((as) => fin.resolve());
+        if (how === 'promise') {
+            root.promise();
+        } else {
+            root.execute();
+        }
+        const step = await waiting.promise;
+        try {
+            step.error('Outside');
+        } catch (e) {
+            order.push('error() threw');
+        }
+        await fin.promise;
+        assert.deepStrictEqual(order, how === 'execute' ?
+            ['handler Outside', 'error() threw', 'added', 'next'] :
+            ['handler Outside', 'added', 'next', 'error() threw'], how);
+    }
+});
