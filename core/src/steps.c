@@ -688,9 +688,10 @@ static void host_suspend(fstrand* st, fstep* c, uint32_t budget, uint8_t state)
         fargs_zero(&st->out_args);
     }
     st->host_budget = budget;
-    st->in_host_q = st == t->host_cont ? HQ_GOES_ON : HQ_QUEUED;
+    const int goes_on = st == t->host_cont; /* its burst goes on first */
+    st->in_host_q = goes_on ? HQ_GOES_ON : HQ_QUEUED;
     fflow* fl = st->flow;
-    int front = st == t->host_cont && t->host_q.head; /* its burst goes on first */
+    const int front = goes_on && t->host_q.head;
     fhq_push(&t->host_q, st, offsetof(fstrand, host_link), front);
     fhq_push(&fl->host_q, st, offsetof(fstrand, flow_link), front);
     ++fl->host_queued;

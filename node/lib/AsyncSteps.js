@@ -161,11 +161,7 @@ const resumeFlow = (root) => {
         runAlone(root._test, HOST_MORE);
         const more = reg.SH[SH_MORE];
         if ((more & MORE_PAR_FAILED) !== 0) {
-            // a branch failed a parallel: its handlers now, the steps
-            // after them later, as futoin-asyncsteps
-            if (N.flowNow(root._h, true)) {
-                runAlone(root._test, HOST_ERRORS);
-            }
+            parallelHandlersNow(root);
             again = true;
         } else {
             // its parallel ended, its burst was used up: the rest in a
@@ -737,16 +733,20 @@ const awaitFailed = (root, as, reason) => {
  * flowNow() ran it (`ran`), then whatever it made ready meanwhile (a flow it
  * let into a Mutex); else a scheduler turn runs it (virtual time: the next
  * test event) */
+/* a branch failed a parallel of root while its flow ran: the handlers now
+ * (those C did not run yet), the steps after them later, as futoin-asyncsteps */
+const parallelHandlersNow = (root) => {
+    if (N.flowNow(root._h, true)) {
+        runAlone(root._test, HOST_ERRORS);
+    }
+};
+
 const goOn = (root, ran) => {
     if (ran) {
         runAlone(root._test, HOST_MORE);
         const more = reg.SH[SH_MORE];
         if ((more & MORE_PAR_FAILED) !== 0) {
-            // a branch failed its parallel: the handlers now (those C did not
-            // run yet), the steps after them later, as futoin-asyncsteps
-            if (N.flowNow(root._h, true)) {
-                runAlone(root._test, HOST_ERRORS);
-            }
+            parallelHandlersNow(root);
             if (!root._test) {
                 reg.armImmediate();
             }

@@ -1378,8 +1378,8 @@ static int flow_now(jsenv* e, jroot* r, int mode, FutoInAsyncSteps* step)
 static napi_value flow_now_call(napi_env env, napi_callback_info info, int mode)
 {
     GET_ARGS(3);
-    bool errors_only = mode == NOW_ERRORS;
-    if (mode != NOW_OLDEST) {
+    bool errors_only = false;
+    if (mode == NOW_STRAND) {
         napi_get_value_bool(env, argv[1], &errors_only);
     }
     e->sh[SH_HOST_OUT] = 0;
