@@ -580,6 +580,48 @@ static void timeout_handlers_run_in_the_timer_turn_the_next_steps_later(void** s
     assert_trace("recover:Timeout|next|wait|par:Timeout|last");
 }
 
+static int g_owner_asked;
+
+static int owns_burst_yes(void* ctx, FutoInAsyncSteps* root)
+{
+    ++g_owner_asked;
+    return root == (FutoInAsyncSteps*)ctx;
+}
+
+/* the host says the flow owns the burst (the JS reference's g_burst_owner):
+ * the steps after a step timeout's handlers run in the timer's event too,
+ * on its main sequence only (a branch's timeout is as before) */
+static void timeout_of_the_burst_owner_goes_on_in_the_timer_turn(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    g_owner_asked = 0;
+    futoin_tool_set_burst_owner(t, owns_burst_yes, r);
+    r->api->add(r, NULL, f_timed, eh_recover);
+    r->api->add(r, "next", f_trace, NULL);
+    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_recover);
+    p->api->add(p, NULL, f_timed, NULL);
+    p->api->add(p, NULL, f_wait, NULL);
+    r->api->add(r, "last", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    assert_trace("");
+    assert_int_equal(futoin_tool_run_one(t), 1); /* the deadline: handlers and the steps after them */
+    assert_int_equal(g_owner_asked, 1);
+    assert_int_equal(futoin_tool_take_deferred(t), 0);
+    assert_trace("recover:Timeout|next");
+    futoin_tool_iterate(t, 0); /* the branches start */
+    assert_trace("recover:Timeout|next|wait");
+    assert_int_equal(futoin_tool_run_one(t), 1); /* the branch's deadline: its handlers only */
+    assert_int_equal(g_owner_asked, 1);
+    assert_trace("recover:Timeout|next|wait|par:Timeout");
+    assert_int_equal(futoin_tool_take_deferred(t), 1);
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_trace("recover:Timeout|next|wait|par:Timeout|last");
+    futoin_tool_set_burst_owner(t, NULL, NULL);
+}
+
 static FutoInAsyncSteps* g_waiting_step;
 
 static void f_wait_kept(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args);
@@ -2073,6 +2115,7 @@ int main(void)
             T(take_error_crossed_tells_the_first_handler_past_the_branch),
             T(iterate_timers_runs_a_timeout_and_its_parallel_handlers_only),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
+            T(timeout_of_the_burst_owner_goes_on_in_the_timer_turn),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(branch_error_runs_parallel_handler_in_its_event_the_added_steps_later),
             T(execute_oldest_runs_the_strand_completed_first),

@@ -930,7 +930,8 @@ static void strand_run(void* data)
         return;
     }
     /* a step timeout's handlers run in the timer's turn, as the reference
-     * runs them in its timer callback; the steps after them on a later one */
+     * runs them in its timer callback; the steps after them on a later one
+     * (unless the host said the flow owns the burst: step_timeout_cb) */
     strand_run_with(st, st->handlers_only ? 0 : st->flow->tool->burst);
 }
 
@@ -1265,8 +1266,11 @@ static void step_timeout_cb(void* data)
         return; /* so did a sub-step that was all it had left */
     }
     strand_set_external_error(st, FUTOIN_ERR_TIMEOUT, "");
-    st->handlers_only = 1;
-    ftool_task_push_urgent(s->flow->tool, &st->task); /* its handlers are the timer's event */
+    FutoInAsyncTool* t = s->flow->tool;
+    fflow* fl = s->flow;
+    /* the flow that owns the burst goes on after its handlers in this event */
+    st->handlers_only = !(st == &fl->main && t->owns_burst && t->owns_burst(t->owns_burst_ctx, &fl->base.iface));
+    ftool_task_push_urgent(t, &st->task); /* its handlers are the timer's event */
 }
 
 void feng_set_timeout(fstep* s, uint32_t ms)
@@ -1487,6 +1491,14 @@ void futoin_tool_set_host_bursts(FutoInAsyncTool* t, int on)
 {
     if (t) {
         t->host_bursts = on != 0;
+    }
+}
+
+void futoin_tool_set_burst_owner(FutoInAsyncTool* t, int (*owns)(void* ctx, FutoInAsyncSteps* root), void* ctx)
+{
+    if (t) {
+        t->owns_burst = owns;
+        t->owns_burst_ctx = ctx;
     }
 }
 

@@ -68,6 +68,11 @@ const isLiveAs = (as) => {
     return LIVE[h & SLOT_MASK] === h && GENS[h & SLOT_MASK] === as._g;
 };
 const queue = reg.queue;
+/* reg.SH[SH_OWNER]: the root slot of the flow whose steps ran last, as
+ * futoin-asyncsteps' g_burst_owner: an error from outside on it goes on
+ * inside that call, a step timeout on it inside the timer's callback (C
+ * reads it there, src/steps.c owns_burst()) */
+const SH_OWNER = reg.SH_OWNER;
 
 // the handle of the step whose callback runs now (its calls are queued),
 // and its root
@@ -552,7 +557,7 @@ const toolTimeoutFires = (as) => {
  * that owns its burst (its steps ran last, or promise() started it), on its
  * main sequence (a branch is a root of its own there, which owns none).
  * Asked before C takes the error. */
-const ownsBurst = (root, h) => OWNER_H === root._h % SLOT && !root._test && !N.inBranch(h);
+const ownsBurst = (root, h) => reg.SH[SH_OWNER] === root._h % SLOT && !root._test && !N.inBranch(h);
 
 /* an error raised on a step from outside a callback: its handlers run now,
  * as futoin-asyncsteps runs them in error(); the steps after them wait for
@@ -564,9 +569,9 @@ const errorsNow = (root, own = false) => {
             N.runNow();
         }
     } else if (N.flowNow(root._h, true)) {
-        const owner = OWNER_H;
+        const owner = reg.SH[SH_OWNER];
         runAlone(root._test, HOST_ERRORS | HOST_MORE);
-        OWNER_H = owner;
+        reg.SH[SH_OWNER] = owner;
         if (own && root._running && N.flowNow(root._h)) {
             runAlone(false, HOST_MORE);
         }
@@ -1432,9 +1437,9 @@ class AsyncSteps {
         }
         // its first burst runs now, alone (inside a step too), as in
         // futoin-asyncsteps; other flows' steps wait for their own turn
-        const owner = OWNER_H;
+        const owner = reg.SH[SH_OWNER];
         runAlone(test);
-        OWNER_H = owner; // execute() gives the burst back, as there
+        reg.SH[SH_OWNER] = owner; // execute() gives the burst back, as there
         if (this._running && !reg.finPending(this)) {
             if (!test && !draining[0] && N.readyNow()) {
                 // its next step is ready (a parallel ended): it goes on through
@@ -1615,7 +1620,7 @@ class AsyncSteps {
             this._reject = reject;
             this.execute();
             if (this._h !== undefined) {
-                OWNER_H = this._h % SLOT; // promise() keeps the burst, as there
+                reg.SH[SH_OWNER] = this._h % SLOT; // promise() keeps the burst, as there
             }
         });
     }
@@ -2406,9 +2411,6 @@ const hostCall = (r, h, code, a0, budget) => ((code & 24) === MODE_ERROR_BITS ?
     onError(r, h, (code >>> 5) + 1, (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
     onStep(r, h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3], budget - 1));
 
-/* the root slot of the flow whose steps ran last, as futoin-asyncsteps'
- * g_burst_owner: an error from outside on it goes on inside that call */
-let OWNER_H = 0;
 
 /* the AsyncResource whose scope JS runs in now (a flow's _ar), if any */
 let IN_AR;
@@ -2445,7 +2447,7 @@ const runHost = (testBit, nested) => {
                 a0 = HOST_ARGS[0];
             }
         }
-        OWNER_H = SH[6];
+        SH[SH_OWNER] = SH[6];
         const root = reg.arFlows === 0 ? undefined : rootOf(SH[6]);
         const ar = root !== undefined ? root._ar : undefined;
         const flags = ar === undefined || ar === IN_AR ? hostCall(SH[6], h, code, a0, budget) :

@@ -188,6 +188,7 @@ reg.queueSuccess = (h, args) => {
 const SH_IMM = SH_NUM + 2 * SH_NUM_CAP;
 const SH_FIN_MORE = SH_IMM + 1;
 const SH_ERR_FRESH = SH_IMM + 2;
+const SH_OWNER = SH_IMM + 3;
 // our setImmediate() turns queued and not run yet; while there are any,
 // SH_IMM is set and no other turn runs ready work (C clears it when they
 // were swallowed, src/driver.c on_check())
@@ -232,6 +233,7 @@ reg.initShared = (SH) => {
 reg.SLOT = SLOT;
 reg.SH_IMM = SH_IMM;
 reg.SH_ERR_FRESH = SH_ERR_FRESH;
+reg.SH_OWNER = SH_OWNER;
 reg.SH_OPS = SH_OPS;
 reg.SH_OPS_N = SH_OPS_N;
 reg.SH_NUM_N = SH_NUM_N;

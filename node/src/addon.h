@@ -170,7 +170,8 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
 #define SH_IMM (SH_NUM + 2 * SH_NUM_CAP)
 #define SH_FIN_MORE (SH_IMM + 1) /* finished roots past SH_FIN_CAP (fetch with drainFinSpill) */
 #define SH_ERR_FRESH (SH_IMM + 2) /* 1: the error JS is handed came out of a parallel branch: a new Error */
-#define SH_SIZE (SH_IMM + 3)
+#define SH_OWNER (SH_IMM + 3) /* the root slot of the flow whose steps ran last (lib/AsyncSteps.js runHost) */
+#define SH_SIZE (SH_IMM + 4)
 #define JS_CODE_NUM1 6 /* low 3 bits of a step code: one number, in the Float64Array at 0 */
 
 enum jop

@@ -2000,6 +2000,16 @@ static napi_value n_stats(napi_env env, napi_callback_info info)
     return o;
 }
 
+/* a step timeout on the main sequence of root: its steps ran last (JS keeps
+ * the root slot in SH_OWNER), so the steps after its handlers go on in the
+ * timer's callback, as futoin-asyncsteps' g_burst_owner */
+static int owns_burst(void* ctx, FutoInAsyncSteps* root)
+{
+    jsenv* e = ctx;
+    uint32_t s = (uint32_t)e->sh[SH_OWNER];
+    return s != 0 && s < e->nslots && e->slots[s].kind == HK_ROOT && e->slots[s].bsi == root;
+}
+
 napi_status js_steps_register(napi_env env, napi_value exports)
 {
     futoin_tool_set_host_exec(tl_env->tool, tr_host_step);
@@ -2015,6 +2025,8 @@ napi_status js_steps_register(napi_env env, napi_value exports)
     futoin_tool_set_host_loops(tl_env->test_tool, tr_host_loop, tr_host_repeat);
     futoin_tool_set_host_error(tl_env->tool, tr_host_error);
     futoin_tool_set_host_error(tl_env->test_tool, tr_host_error);
+    futoin_tool_set_burst_owner(tl_env->tool, owns_burst, tl_env);
+    futoin_tool_set_burst_owner(tl_env->test_tool, owns_burst, tl_env);
     static const struct
     {
         const char* name;

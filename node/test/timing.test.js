@@ -650,6 +650,57 @@ test('after a step timeout\'s handler, the next step runs after the setImmediate
         assert.deepStrictEqual(order, ['handled Timeout', 'immediate', 'next']);
     });
 
+test('after a step timeout\'s handler, the steps of the flow whose steps ran last go on inside the timer\'s callback, as futoin-asyncsteps', T,
+    async () => {
+        // its step ran from its own turn (an external success()): it owns the
+        // burst, as the reference's g_burst_owner, until another flow's runs
+        const order = [];
+        const done = deferred();
+        $as().add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+                setImmediate(() => as.success());
+            });
+            as.add((as) => as.setTimeout(1));
+        }, (as, err) => {
+            order.push(`handled ${err}`);
+            setImmediate(() => order.push('immediate'));
+            as.success();
+        }).add((as) => {
+            order.push('next');
+            done.resolve();
+        }).execute();
+        await done.promise;
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepStrictEqual(order, ['handled Timeout', 'next', 'immediate']);
+    });
+
+test('after a step timeout\'s handler, the steps go on in a setImmediate() when another flow\'s promise() took the burst', T,
+    async () => {
+        const order = [];
+        const done = deferred();
+        $as().add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+                setImmediate(() => {
+                    as.success();
+                    setImmediate(() => $as().add((as) => order.push('other')).promise());
+                });
+            });
+            as.add((as) => as.setTimeout(1));
+        }, (as, err) => {
+            order.push(`handled ${err}`);
+            setImmediate(() => order.push('immediate'));
+            as.success();
+        }).add((as) => {
+            order.push('next');
+            done.resolve();
+        }).execute();
+        await done.promise;
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepStrictEqual(order, ['other', 'handled Timeout', 'immediate', 'next']);
+    });
+
 test('a loop turn that comes late fires a step timeout before a JS timer due after it', T, () => {
     // a fresh process: Node's own timers as right after require(); the
     // busy wait makes both deadlines pass before the loop's first turn

@@ -560,6 +560,33 @@ test('a step timeout\'s handlers run in its event, the steps after them in the n
         assert.strictEqual(AT.hasEvents(), false);
     }));
 
+test('a step timeout of the flow whose steps ran last: its handlers and the steps after them are one event, as futoin-asyncsteps',
+    withTestTool(() => {
+        const trace = [];
+        $as().add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+                AT.callImmediate(() => as.success());
+            });
+            as.add((as) => {
+                trace.push('wait');
+                as.setTimeout(5);
+            });
+        }, (as, err) => {
+            trace.push(`handled ${err}`);
+            AT.callImmediate(() => trace.push('immediate'));
+            as.success();
+        }).add((as) => trace.push('after')).execute();
+        AT.nextEvent(); // the success()
+        AT.nextEvent(); // the flow goes on: its step ran last
+        assert.deepStrictEqual(trace, ['wait']);
+        AT.nextEvent();
+        assert.deepStrictEqual(trace, ['wait', 'handled Timeout', 'after']);
+        AT.nextEvent();
+        assert.deepStrictEqual(trace, ['wait', 'handled Timeout', 'after', 'immediate']);
+        assert.strictEqual(AT.hasEvents(), false);
+    }));
+
 test('a step timeout in a parallel branch reaches the parallel\'s handler in its event', withTestTool(() => {
     const trace = [];
     $as().add((as) => {

@@ -315,6 +315,14 @@ FUTOIN_API void futoin_tool_host_done_unwinding(FutoInAsyncSteps* bsi);
  * the parallel step; at most a burst's worth of branches per call). Off
  * (the default): each host step queues behind the others, round-robin. */
 FUTOIN_API void futoin_tool_set_host_bursts(FutoInAsyncTool* tool, int on);
+/* owns(ctx, root) is asked when a step timeout fires on the main sequence
+ * of the flow of `root` (not in a parallel branch): nonzero, and the steps
+ * after its error handlers run in the timer's event too, as the JS
+ * reference goes on inside its timer callback for the flow that owns the
+ * burst (its g_burst_owner: the flow whose steps ran last). Otherwise, and
+ * with no hook (NULL, the default), they go on in a later event. */
+FUTOIN_API void futoin_tool_set_burst_owner(FutoInAsyncTool* tool, int (*owns)(void* ctx, FutoInAsyncSteps* root),
+        void* ctx);
 /* host_next() for one flow: the first step waiting for the host of the flow
  * of `root` (NULL: none), so a host can run a nested flow alone. When none
  * waits, the parallel branches the flow started and nothing ran yet run
