@@ -557,7 +557,7 @@ const toolTimeoutFires = (as) => {
  * that owns its burst (its steps ran last, or promise() started it), on its
  * main sequence (a branch is a root of its own there, which owns none).
  * Asked before C takes the error. */
-const ownsBurst = (root, h) => reg.SH[SH_OWNER] === root._h % SLOT && !root._test && !N.inBranch(h);
+const ownsBurst = (root, h) => reg.SH[SH_OWNER] === root._h % SLOT && !N.inBranch(h);
 
 /* an error raised on a step from outside a callback: its handlers run now,
  * as futoin-asyncsteps runs them in error(); the steps after them wait for
@@ -573,7 +573,7 @@ const errorsNow = (root, own = false) => {
         runAlone(root._test, HOST_ERRORS | HOST_MORE);
         reg.SH[SH_OWNER] = owner;
         if (own && root._running && N.flowNow(root._h)) {
-            runAlone(false, HOST_MORE);
+            runAlone(root._test, HOST_MORE);
         }
         if (reg.SH[SH_MORE] === 0) {
             return; // nothing to go on with (the flow ended): no turn armed ahead of later ones

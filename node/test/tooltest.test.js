@@ -587,6 +587,43 @@ test('a step timeout of the flow whose steps ran last: its handlers and the step
         assert.strictEqual(AT.hasEvents(), false);
     }));
 
+test('error() from an event on a step of the flow whose steps ran last: the steps after its handler run inside that call, as futoin-asyncsteps',
+    withTestTool(() => {
+        const trace = [];
+        const fail = (as, name) => {
+            as.waitExternal();
+            AT.callImmediate(() => {
+                try {
+                    as.error(name);
+                } catch (e) {
+                    trace.push(`threw ${e.message}`);
+                }
+            });
+        };
+        const recover = (as, err) => {
+            trace.push(`handled ${err}`);
+            as.success();
+        };
+        $as().add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+                AT.callImmediate(() => as.success());
+            });
+            as.add((as) => fail(as, 'Owner'));
+        }, recover).add((as) => trace.push('after owner')).execute();
+        AT.nextEvent(); // the success()
+        AT.nextEvent(); // the flow goes on: its step ran last
+        AT.nextEvent();
+        assert.deepStrictEqual(trace, ['handled Owner', 'after owner', 'threw Owner']);
+        // execute() gives the burst back: the next event runs the rest
+        trace.length = 0;
+        $as().add((as) => fail(as, 'Other'), recover).add((as) => trace.push('after other')).execute();
+        AT.nextEvent();
+        assert.deepStrictEqual(trace, ['handled Other', 'threw Other']);
+        AT.run();
+        assert.deepStrictEqual(trace, ['handled Other', 'threw Other', 'after other']);
+    }));
+
 test('a step timeout in a parallel branch reaches the parallel\'s handler in its event', withTestTool(() => {
     const trace = [];
     $as().add((as) => {
