@@ -622,6 +622,35 @@ static void timeout_of_the_burst_owner_goes_on_in_the_timer_turn(void** state)
     futoin_tool_set_burst_owner(t, NULL, NULL);
 }
 
+/* completed inside its own callback, then told to go on later */
+static void f_done_deferred(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->success(bsi, NULL);
+    assert_int_equal(futoin_steps_defer_after(bsi), 1);
+}
+
+/* defer_after(): the step completed in its callback, its flow goes on in a
+ * later event (a host's completion from another flow's burst there) */
+static void defer_after_goes_on_in_a_later_event(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_done_deferred, NULL);
+    r->api->add(r, "next", f_trace, NULL);
+    r->api->add(r, "last", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_steps_defer_after(r), 0);
+    assert_int_equal(futoin_tool_run_one(t), 1);
+    assert_trace("");
+    assert_int_equal(futoin_tool_take_deferred(t), 1);
+    assert_int_equal(futoin_tool_run_one(t), 1); /* the rest: a burst of its own */
+    assert_trace("next|last");
+    assert_int_equal(futoin_tool_run(t), 0);
+}
+
 static FutoInAsyncSteps* g_waiting_step;
 
 static void f_wait_kept(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args);
@@ -2116,6 +2145,7 @@ int main(void)
             T(iterate_timers_runs_a_timeout_and_its_parallel_handlers_only),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(timeout_of_the_burst_owner_goes_on_in_the_timer_turn),
+            T(defer_after_goes_on_in_a_later_event),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(branch_error_runs_parallel_handler_in_its_event_the_added_steps_later),
             T(execute_oldest_runs_the_strand_completed_first),

@@ -613,6 +613,20 @@ int futoin_steps_runs_substeps(FutoInAsyncSteps* bsi)
     return s->kind != FK_ROOT && s->state == FS_SUB;
 }
 
+int futoin_steps_defer_after(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    fstep* s = fstep_of(bsi);
+    if (s->kind == FK_ROOT || s->state != FS_EXEC || !s->strand) {
+        return 0;
+    }
+    s->flags |= F_DEFER;
+    s->strand->handlers_only = 1; /* a burst of 0 when its callback returns */
+    return 1;
+}
+
 int futoin_steps_in_branch(FutoInAsyncSteps* bsi)
 {
     if (!futoin_steps_is_native(bsi)) {

@@ -259,7 +259,8 @@ enum fflags
     F_WAIT = 1 << 2,
     F_EH_USED = 1 << 3,
     F_LOCKED = 1 << 4,   /* FK_SYNC: lock acquired */
-    F_BREAK = 1 << 5     /* FK_LOOP/REPEAT: leave after the current children */
+    F_BREAK = 1 << 5,    /* FK_LOOP/REPEAT: leave after the current children */
+    F_DEFER = 1 << 6     /* futoin_steps_defer_after(): off the fast path, post_exec() clears it */
 };
 
 typedef struct falloc

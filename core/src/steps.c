@@ -589,6 +589,7 @@ static fstep* enqueue_child(fstep* f, int kind)
 
 static void post_exec(fstrand* st, fstep* c)
 {
+    c->flags &= ~F_DEFER;
     uint16_t fl = c->flags;
     if (fl & F_ERROR) {
         st->err_pending = 1;
@@ -995,6 +996,9 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                             step_put(t, c);
                         } else {
                             post_exec(st, c);
+                            if (FTN_UNLIKELY(st->handlers_only)) {
+                                budget = 0; /* futoin_steps_defer_after() */
+                            }
                         }
                         continue;
                     }

@@ -181,6 +181,8 @@ const resumeFlow = (root) => {
     }
 };
 
+const SUCCESS_OUTSIDE = 1 << 30; // N.success(): the count's flag of a success() from outside (src/steps.c)
+
 /* queueable: h is the step whose callback runs or just returned; root: its
  * root, when completed from outside */
 const successN = (h, args, queueable, root) => {
@@ -188,12 +190,15 @@ const successN = (h, args, queueable, root) => {
         return;
     }
     const n = args.length;
+    // SUCCESS_OUTSIDE: from outside its callback, which may run still (a
+    // flow executed there completed it: C leaves the rest to a later event)
+    const o = queueable ? 0 : SUCCESS_OUTSIDE;
     if (n === 0) {
-        N.success(h, 0);
+        N.success(h, o);
     } else if (n <= 4) {
-        N.success(h, n, args[0], args[1], args[2], args[3]);
+        N.success(h, n | o, args[0], args[1], args[2], args[3]);
     } else {
-        N.success(h, n, Array.from(args));
+        N.success(h, n | o, Array.from(args));
     }
     if (queueable) {
         return;

@@ -172,6 +172,7 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
 #define SH_ERR_FRESH (SH_IMM + 2) /* 1: the error JS is handed came out of a parallel branch: a new Error */
 #define SH_OWNER (SH_IMM + 3) /* the root slot of the flow whose steps ran last (lib/AsyncSteps.js runHost) */
 #define SH_SIZE (SH_IMM + 4)
+#define SUCCESS_OUTSIDE (1 << 30) /* success(): the count's flag of a call from outside the step's callback */
 #define JS_CODE_NUM1 6 /* low 3 bits of a step code: one number, in the Float64Array at 0 */
 
 enum jop

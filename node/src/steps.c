@@ -942,7 +942,8 @@ static napi_value n_parallel(napi_env env, napi_callback_info info)
     return out;
 }
 
-/* success(h, n, a0, a1, a2, a3): n > 4 -> a0 is an array of the values */
+/* success(h, n, a0, a1, a2, a3): n > 4 -> a0 is an array of the values;
+ * n | SUCCESS_OUTSIDE: called from outside the step's callback */
 static napi_value n_success(napi_env env, napi_callback_info info)
 {
     GET_ARGS(6);
@@ -953,6 +954,8 @@ static napi_value n_success(napi_env env, napi_callback_info info)
     FutoInAsyncSteps* bsi = h->bsi;
     int32_t n = 0;
     napi_get_value_int32(env, argv[1], &n);
+    const int outside = (n & SUCCESS_OUTSIDE) != 0;
+    n &= ~SUCCESS_OUTSIDE;
     FutoInArgs a;
     if (n > 0) {
         if (jv_args_from_js(env, (size_t)n, &argv[2], &a) != 0) {
@@ -964,6 +967,12 @@ static napi_value n_success(napi_env env, napi_callback_info info)
         }
     } else {
         bsi->api->success(bsi, NULL);
+    }
+    if (outside && (!h->root || e->sh[SH_OWNER] != (int32_t)h->root->slot)) {
+        /* its callback runs still (a flow executed there completed it), and
+         * its flow does not own the burst: the rest in a later event, as
+         * futoin-asyncsteps' callImmediate() (no-op for a waiting step) */
+        futoin_steps_defer_after(bsi);
     }
     return NULL;
 }

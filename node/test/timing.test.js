@@ -701,6 +701,35 @@ test('after a step timeout\'s handler, the steps go on in a setImmediate() when 
         assert.deepStrictEqual(order, ['other', 'handled Timeout', 'immediate', 'next']);
     });
 
+test('a step completed by a flow executed inside its callback goes on in a setImmediate() queued then, as futoin-asyncsteps', T,
+    async () => {
+        // the nested flow owns the burst there: the reference's success()
+        // goes through callImmediate(), whatever the values
+        const trace = [];
+        const done = deferred();
+        $as().add((as) => {
+            as.waitExternal();
+            $as().add((as2) => {
+                trace.push('nested');
+                as.success('v');
+            }).execute();
+            trace.push('step end');
+        }).add((as, v) => trace.push(`next ${v}`)).execute();
+        trace.push('executed');
+        setImmediate(() => trace.push('immediate'));
+        $as().add((as) => {
+            as.waitExternal();
+            $as().add((as2) => as.success({ a: 1 }, [2])).execute();
+        }).add((as, o, a) => {
+            trace.push(`other next ${o.a} ${a[0]}`);
+            done.resolve();
+        }).execute();
+        trace.push('other executed');
+        await done.promise;
+        assert.deepStrictEqual(trace,
+            ['nested', 'step end', 'executed', 'other executed', 'next v', 'immediate', 'other next 1 2']);
+    });
+
 test('a loop turn that comes late fires a step timeout before a JS timer due after it', T, () => {
     // a fresh process: Node's own timers as right after require(); the
     // busy wait makes both deadlines pass before the loop's first turn

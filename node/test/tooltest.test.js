@@ -624,6 +624,19 @@ test('error() from an event on a step of the flow whose steps ran last: the step
         assert.deepStrictEqual(trace, ['handled Other', 'threw Other', 'after other']);
     }));
 
+test('a step completed by a flow executed inside its callback goes on in a later event, as futoin-asyncsteps', withTestTool(() => {
+    const trace = [];
+    $as().add((as) => {
+        as.waitExternal();
+        $as().add((as2) => as.success('v')).execute();
+        trace.push('step end');
+    }).add((as, v) => trace.push(`next ${v}`)).execute();
+    assert.deepStrictEqual(trace, ['step end']);
+    AT.nextEvent();
+    assert.deepStrictEqual(trace, ['step end', 'next v']);
+    assert.strictEqual(AT.hasEvents(), false);
+}));
+
 test('a step timeout in a parallel branch reaches the parallel\'s handler in its event', withTestTool(() => {
     const trace = [];
     $as().add((as) => {

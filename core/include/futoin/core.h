@@ -409,6 +409,12 @@ FUTOIN_API int futoin_steps_host_idle(FutoInAsyncSteps* root, FutoInAsyncSteps_c
  * active, or bsi is not a step of this library: a host tells by it a call
  * on an outer step's interface (out of bounds while its sub-steps run). */
 FUTOIN_API int futoin_steps_is_top(FutoInAsyncSteps* bsi);
+/* For a step whose callback runs (1; else 0, nothing done): once the
+ * callback returns, its flow goes on in a later event, not in this burst,
+ * as after a completion from outside. A host calls it when another flow's
+ * step completed the step from inside its callback (a flow executed there),
+ * where the JS reference goes on through callImmediate(). */
+FUTOIN_API int futoin_steps_defer_after(FutoInAsyncSteps* bsi);
 /* 1 when bsi is a step of this library that waits for an event from outside
  * (its callback returned; no success() or error reached it since): a host
  * drops a late completion of a promise it awaits, as the JS library does,
