@@ -755,9 +755,10 @@ static void f_wait_keep_i(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* a
     bsi->api->waitExternal(bsi);
 }
 
-/* execute_oldest(): the strand of the flow whose event is oldest goes on,
- * one per call, as the reference's callImmediate() per completion */
-static void execute_oldest_runs_the_strand_completed_first(void** state)
+/* execute_owed(): the strand its ticket was given to goes on, once, as the
+ * reference's callImmediate() per completion; claim_queued() tickets the
+ * strands queued otherwise (the step after a parallel that ended) */
+static void execute_owed_runs_the_strand_of_its_ticket(void** state)
 {
     (void)state;
     FutoInAsyncTool* t = g_fx.tool;
@@ -766,23 +767,35 @@ static void execute_oldest_runs_the_strand_completed_first(void** state)
     p->api->add(p, (void*)(intptr_t)0, f_wait_then_trace, NULL);
     p->api->add(p, (void*)(intptr_t)1, f_wait_then_trace, NULL);
     r->api->add(r, "end", f_trace, NULL);
-    assert_int_equal(futoin_steps_execute_oldest(r), 0); /* not running */
+    assert_int_equal(futoin_steps_execute_owed(r, 1), 0); /* not running */
     r->api->execute(r, NULL, on_unhandled);
     futoin_tool_iterate(t, 0);
     futoin_tool_iterate(t, 0);
     assert_non_null(g_kept[0]);
     assert_non_null(g_kept[1]);
-    assert_int_equal(futoin_steps_execute_oldest(r), 0); /* nothing queued */
+    assert_int_equal(futoin_steps_owed(g_kept[0]), 0);
+    assert_int_equal(futoin_steps_claim_queued(r), 0); /* nothing queued */
     g_kept[1]->api->success(g_kept[1], NULL);
+    const uint32_t t1 = futoin_steps_owed(g_kept[1]);
     g_kept[0]->api->success(g_kept[0], NULL);
-    assert_trace("");
-    assert_int_equal(futoin_steps_execute_oldest(r), 1);
-    assert_trace("after1");
-    assert_int_equal(futoin_steps_execute_oldest(r), 1);
-    assert_trace("after1|after0");
-    futoin_tool_iterate(t, 0);
-    assert_trace("after1|after0|end");
-    assert_int_equal(futoin_steps_execute_oldest(NULL), 0);
+    const uint32_t t0 = futoin_steps_owed(g_kept[0]);
+    assert_true(t0 != 0 && t1 != 0 && t0 != t1);
+    assert_int_equal(futoin_steps_claim_queued(r), 0); /* both have theirs */
+    assert_int_equal(futoin_steps_execute_owed(r, 0), 0);
+    assert_int_equal(futoin_steps_execute_owed(r, t0), 1);
+    assert_trace("after0");
+    assert_int_equal(futoin_steps_execute_owed(r, t0), 0); /* paid */
+    assert_int_equal(futoin_steps_execute_owed(r, t1), 1);
+    assert_trace("after0|after1");
+    const uint32_t tm = futoin_steps_claim_queued(r); /* the step after the parallel */
+    assert_true(tm != 0 && tm != t0 && tm != t1);
+    assert_int_equal(futoin_steps_claim_queued(r), 0);
+    assert_int_equal(futoin_steps_execute_owed(r, tm), 1);
+    assert_trace("after0|after1|end");
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_int_equal(futoin_steps_execute_owed(NULL, tm), 0);
+    assert_int_equal(futoin_steps_claim_queued(NULL), 0);
+    assert_int_equal(futoin_steps_owed(NULL), 0);
 }
 
 /* futoin_steps_is_waiting(): a step waiting for an event from outside, until
@@ -2148,7 +2161,7 @@ int main(void)
             T(defer_after_goes_on_in_a_later_event),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(branch_error_runs_parallel_handler_in_its_event_the_added_steps_later),
-            T(execute_oldest_runs_the_strand_completed_first),
+            T(execute_owed_runs_the_strand_of_its_ticket),
             T(is_waiting_tells_a_step_that_waits_for_an_event),
             T(is_waiting_tells_a_loop_body_that_waits),
             T(runs_substeps_tells_a_step_its_handler_moved_on),

@@ -624,6 +624,7 @@ int futoin_steps_defer_after(FutoInAsyncSteps* bsi)
     }
     s->flags |= F_DEFER;
     s->strand->handlers_only = 1; /* a burst of 0 when its callback returns */
+    s->strand->owed = ftool_ticket(s->flow->tool);
     return 1;
 }
 

@@ -134,6 +134,7 @@ struct FutoInAsyncTool_
     uint32_t heap_len;
     uint32_t heap_cap;
     uint64_t timer_seq;
+    uint32_t tickets; /* the last ticket of futoin_steps_owed() (31 bits, never 0) */
     fpool timer_pool;
     fpool task_pool;
     /* step engine pools (steps.c) */
@@ -196,6 +197,8 @@ FTN_HIDDEN void ftool_hold(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_drop(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_drop_remote(FutoInAsyncTool* t);
 FTN_HIDDEN void ftool_task_push(FutoInAsyncTool* t, ftask* task);
+/* a new ticket of a host event a strand is owed (fstrand.owed) */
+FTN_HIDDEN uint32_t ftool_ticket(FutoInAsyncTool* t);
 /* ahead of everything queued (what the reference does inside the current call) */
 FTN_HIDDEN void ftool_task_push_front(FutoInAsyncTool* t, ftask* task);
 FTN_HIDDEN void ftool_task_remove(FutoInAsyncTool* t, ftask* task);
@@ -354,6 +357,7 @@ typedef struct fstrand
     uint8_t err_crossed;  /* its error came out of a parallel branch, not told to a handler yet */
     uint8_t handlers_only; /* an error from outside its burst (a step timeout, a failed branch):
                               its handlers run in that event, its next step on a later turn */
+    uint32_t owed;        /* the ticket of a host event on its way to it (0: none): futoin_steps_execute_owed() */
     FutoInArgs out_args;  /* the last success() values, for the next step */
     FutoInArgs host_args; /* what a step run by the host receives */
     fhq_link host_link; /* on its tool's host_q */

@@ -129,6 +129,7 @@ static void strand_init_id(fstrand* st, fflow* fl, fstep* base, ptrdiff_t id)
     st->unwinding = 0;
     st->err_crossed = 0;
     st->handlers_only = 0;
+    st->owed = 0;
     base->strand = st;
 }
 
@@ -933,6 +934,7 @@ static void strand_run(void* data)
     /* a step timeout's handlers run in the timer's turn, as the reference
      * runs them in its timer callback; the steps after them on a later one
      * (unless the host said the flow owns the burst: step_timeout_cb) */
+    st->owed = 0; /* it goes on: an event still on its way for it finds nothing */
     strand_run_with(st, st->handlers_only ? 0 : st->flow->tool->burst);
 }
 
@@ -1174,6 +1176,7 @@ void feng_success(fstep* s, FutoInArgs* args)
                                            : "success() after the step already failed");
             return;
         }
+        st->owed = ftool_ticket(st->flow->tool); /* a completion from outside: the host's event for it */
         strand_schedule(st);
         break;
     }
@@ -1740,12 +1743,6 @@ static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*), int ol
     return far_hit;
 }
 
-static int strand_any(const fstrand* b)
-{
-    (void)b;
-    return 1;
-}
-
 static int strand_is_fresh(const fstrand* b)
 {
     return b->fresh;
@@ -1979,6 +1976,7 @@ static int unwind_queued(fflow* fl, int host_first)
         ftool_task_remove(t, &st->task);
         t->running = 1;
         t->host_cont = host_first && t->host_bursts ? st : prev_cont;
+        st->owed = 0; /* it goes on here: what it left is claimed anew */
         strand_run_with(st, 0); /* handlers only: a burst of 0 stops before the next step */
         ran = 1;
     }
@@ -2134,17 +2132,79 @@ int futoin_steps_take_error_crossed(FutoInAsyncSteps* step)
     return 1;
 }
 
-int futoin_steps_execute_oldest(FutoInAsyncSteps* root)
+uint32_t ftool_ticket(FutoInAsyncTool* t)
+{
+    t->tickets = (t->tickets + 1) & 0x7fffffffu;
+    if (!t->tickets) {
+        t->tickets = 1;
+    }
+    return t->tickets;
+}
+
+int futoin_steps_execute_owed(FutoInAsyncSteps* root, uint32_t ticket)
 {
     fflow* fl = flow_of_root(root);
-    fstrand* st = fl ? queued_strand_of(fl, strand_any, 1) : NULL;
-    return st ? strand_burst(fl, st, 1) : 0;
+    if (!fl || !ticket) {
+        return 0;
+    }
+    uint32_t mine = fl->queued_n;
+    for (ftask* k = fl->tool->q_head; k && mine; k = k->next) {
+        fstrand* b = k->data;
+        if (k->cb == strand_run && b->flow == fl) {
+            if (b->owed == ticket) {
+                return strand_burst(fl, b, 1);
+            }
+            --mine;
+        }
+    }
+    return 0;
+}
+
+/* the ticket given to fl's queued strands that had none (claim), or 1 when
+ * one has none (!claim); 0: none */
+static uint32_t claim_queued(fflow* fl, int claim)
+{
+    if (!fl || !(fl->flags & FL_RUNNING)) {
+        return 0;
+    }
+    uint32_t ticket = 0;
+    uint32_t mine = fl->queued_n;
+    /* newest first: what a run queued is near the tail */
+    for (ftask* k = fl->tool->q_tail; k && mine; k = k->prev) {
+        fstrand* b = k->data;
+        if (k->cb == strand_run && b->flow == fl) {
+            --mine;
+            if (!b->owed) {
+                if (!claim) {
+                    return 1;
+                }
+                if (!ticket) {
+                    ticket = ftool_ticket(fl->tool);
+                }
+                b->owed = ticket;
+            }
+        }
+    }
+    return ticket;
+}
+
+uint32_t futoin_steps_claim_queued(FutoInAsyncSteps* root)
+{
+    return claim_queued(flow_of_root(root), 1);
 }
 
 int futoin_steps_has_queued(FutoInAsyncSteps* root)
 {
-    fflow* fl = flow_of_root(root);
-    return fl && (fl->flags & FL_RUNNING) && fl->queued_n != 0;
+    return claim_queued(flow_of_root(root), 0) != 0;
+}
+
+uint32_t futoin_steps_owed(FutoInAsyncSteps* step)
+{
+    if (!step || !futoin_steps_is_native(step)) {
+        return 0;
+    }
+    const fstep* s = fstep_of(step);
+    return s->kind != FK_ROOT && s->state != FS_FREE && s->strand ? s->strand->owed : 0;
 }
 
 int futoin_steps_execute_strand(FutoInAsyncSteps* step)

@@ -73,6 +73,7 @@ const queue = reg.queue;
  * inside that call, a step timeout on it inside the timer's callback (C
  * reads it there, src/steps.c owns_burst()) */
 const SH_OWNER = reg.SH_OWNER;
+const SH_TICKET = reg.SH_TICKET; // after a success() from outside: the ticket of its event (src/steps.c n_success)
 
 // the handle of the step whose callback runs now (its calls are queued),
 // and its root
@@ -159,23 +160,26 @@ const register = (func, onerror) => {
  * futoin-asyncsteps' callImmediate() per completion: behind the callbacks
  * queued before, with microtasks and nextTicks between it and another flow
  * resumed in the same event; the last one runs whatever else is ready */
-const resumeFlow = (root) => {
+const resumeFlow = (root, ticket) => {
     const last = reg.immediateRuns();
-    let again = false;
-    if (root._running && root._h !== undefined && N.resumeNow(root._h)) {
+    let again = 0;
+    // the strand the ticket is owed to: nothing when it went on meanwhile
+    // or its branch was cancelled (the reference's immediate finds nothing)
+    if (root._running && root._h !== undefined && N.resumeNow(root._h, ticket)) {
         runAlone(root._test, HOST_MORE);
         const more = reg.SH[SH_MORE];
         if ((more & MORE_PAR_FAILED) !== 0) {
             parallelHandlersNow(root);
-            again = true;
-        } else {
+            // what its handlers left goes on in an immediate of its own
+            again = root._running ? N.claimQueued(root._h) : 0;
+        } else if ((more & MORE_QUEUED) !== 0) {
             // its parallel ended, its burst was used up: the rest in a
             // callImmediate() of its own there too
-            again = (more & MORE_QUEUED) !== 0;
+            again = N.claimQueued(root._h);
         }
     }
-    if (again && root._running) {
-        reg.queueImmediate(resumeFlow, root);
+    if (again !== 0 && root._running) {
+        reg.queueImmediate(resumeFlow, root, again);
     } else if (last) {
         N.runNow(true); // whatever else is ready
     }
@@ -204,7 +208,7 @@ const successN = (h, args, queueable, root) => {
         return;
     }
     if (root !== undefined && !root._test && !root._foreign) {
-        reg.queueImmediate(resumeFlow, root);
+        reg.queueImmediate(resumeFlow, root, reg.SH[SH_TICKET]);
     } else {
         reg.armImmediate(); // from outside: the flow goes on as after callImmediate()
     }

@@ -189,6 +189,7 @@ const SH_IMM = SH_NUM + 2 * SH_NUM_CAP;
 const SH_FIN_MORE = SH_IMM + 1;
 const SH_ERR_FRESH = SH_IMM + 2;
 const SH_OWNER = SH_IMM + 3;
+const SH_TICKET = SH_IMM + 4;
 // our setImmediate() turns queued and not run yet; while there are any,
 // SH_IMM is set and no other turn runs ready work (C clears it when they
 // were swallowed, src/driver.c on_check())
@@ -208,15 +209,15 @@ const runImmediate = () => {
         N.runNow(true); // a loop iteration: due step timers fire too
     }
 };
-/* fn(arg) in a setImmediate() queued now */
-reg.queueImmediate = (fn, arg) => {
+/* fn(arg, arg2) in a setImmediate() queued now */
+reg.queueImmediate = (fn, arg, arg2) => {
     const SH = reg.SH;
     if (SH[SH_IMM] === 0) {
         immPending = 0;
     }
     ++immPending;
     SH[SH_IMM] = 1; // (again: on_check() takes 2 for a turn that was swallowed)
-    setImmediate(fn, arg);
+    setImmediate(fn, arg, arg2);
 };
 reg.armImmediate = () => {
     if (reg.SH[SH_IMM] === 0) {
@@ -234,6 +235,7 @@ reg.SLOT = SLOT;
 reg.SH_IMM = SH_IMM;
 reg.SH_ERR_FRESH = SH_ERR_FRESH;
 reg.SH_OWNER = SH_OWNER;
+reg.SH_TICKET = SH_TICKET;
 reg.SH_OPS = SH_OPS;
 reg.SH_OPS_N = SH_OPS_N;
 reg.SH_NUM_N = SH_NUM_N;

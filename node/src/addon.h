@@ -171,7 +171,8 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
 #define SH_FIN_MORE (SH_IMM + 1) /* finished roots past SH_FIN_CAP (fetch with drainFinSpill) */
 #define SH_ERR_FRESH (SH_IMM + 2) /* 1: the error JS is handed came out of a parallel branch: a new Error */
 #define SH_OWNER (SH_IMM + 3) /* the root slot of the flow whose steps ran last (lib/AsyncSteps.js runHost) */
-#define SH_SIZE (SH_IMM + 4)
+#define SH_TICKET (SH_IMM + 4) /* success() from outside: the ticket of the event JS owes its strand (futoin_steps_owed()) */
+#define SH_SIZE (SH_IMM + 5)
 #define SUCCESS_OUTSIDE (1 << 30) /* success(): the count's flag of a call from outside the step's callback */
 #define JS_CODE_NUM1 6 /* low 3 bits of a step code: one number, in the Float64Array at 0 */
 

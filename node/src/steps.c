@@ -968,11 +968,14 @@ static napi_value n_success(napi_env env, napi_callback_info info)
     } else {
         bsi->api->success(bsi, NULL);
     }
-    if (outside && (!h->root || e->sh[SH_OWNER] != (int32_t)h->root->slot)) {
-        /* its callback runs still (a flow executed there completed it), and
-         * its flow does not own the burst: the rest in a later event, as
-         * futoin-asyncsteps' callImmediate() (no-op for a waiting step) */
-        futoin_steps_defer_after(bsi);
+    if (outside) {
+        if (!h->root || e->sh[SH_OWNER] != (int32_t)h->root->slot) {
+            /* its callback runs still (a flow executed there completed it),
+             * and its flow does not own the burst: the rest in a later event,
+             * as futoin-asyncsteps' callImmediate() (no-op for a waiting step) */
+            futoin_steps_defer_after(bsi);
+        }
+        e->sh[SH_TICKET] = (int32_t)futoin_steps_owed(bsi); /* JS's setImmediate() for it */
     }
     return NULL;
 }
@@ -1265,7 +1268,8 @@ static int32_t other_ready(jsenv* e, FutoInAsyncTool* t)
 /* SH_MORE once the flow of r (slot, gen) ran from outside: other_ready(),
  * plus 2 when a branch error failed one of its parallel steps: JS runs the
  * handlers now (the reference does, inside that call), the steps after
- * them later; plus 4 when the flow itself goes on later (a strand queued) */
+ * them later; plus 4 when the flow itself goes on later (a strand queued
+ * that no event is on its way for yet: JS claims one, claimQueued()) */
 static int32_t more_after(jsenv* e, FutoInAsyncTool* t, jroot* r, uint32_t slot, uint32_t gen)
 {
     const int live = root_live(e, r, slot, gen);
@@ -1356,9 +1360,9 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
 /* root r's flow goes on now, alone; its first JS step in SH_HOST_OUT
  * (errors_only: only what unwinds an error raised from outside, up to an
  * error handler) */
-enum { NOW_STRAND, NOW_ERRORS, NOW_OLDEST };
+enum { NOW_STRAND, NOW_ERRORS, NOW_OWED };
 
-static int flow_now(jsenv* e, jroot* r, int mode, FutoInAsyncSteps* step)
+static int flow_now(jsenv* e, jroot* r, int mode, FutoInAsyncSteps* step, uint32_t ticket)
 {
     FutoInAsyncTool* tool = r->tool;
     const uint32_t rslot = r->slot, rgen = e->slots[rslot].gen;
@@ -1367,7 +1371,7 @@ static int flow_now(jsenv* e, jroot* r, int mode, FutoInAsyncSteps* step)
     lz_enter(e, &lz);
     /* `step`: its strand, which may be a parallel branch's */
     int ran = errors_only         ? futoin_steps_unwind_now(r->bsi)
-              : mode == NOW_OLDEST ? futoin_steps_execute_oldest(r->bsi)
+              : mode == NOW_OWED ? futoin_steps_execute_owed(r->bsi, ticket)
                                   : futoin_steps_execute_strand(step ? step : r->bsi);
     lz_leave(e, &lz);
     /* JS runs what it takes only when something ran: a step taken else
@@ -1388,8 +1392,11 @@ static napi_value flow_now_call(napi_env env, napi_callback_info info, int mode)
 {
     GET_ARGS(3);
     bool errors_only = false;
+    uint32_t ticket = 0;
     if (mode == NOW_STRAND) {
         napi_get_value_bool(env, argv[1], &errors_only);
+    } else {
+        napi_get_value_uint32(env, argv[1], &ticket);
     }
     e->sh[SH_HOST_OUT] = 0;
     hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
@@ -1403,7 +1410,7 @@ static napi_value flow_now_call(napi_env env, napi_callback_info info, int mode)
     if (!errors_only) {
         futoin_steps_parallel_failed(r->bsi); /* more_after() tells of this run only */
     }
-    const int ran = flow_now(e, r, errors_only ? NOW_ERRORS : mode, step && step->root == r ? step->bsi : NULL);
+    const int ran = flow_now(e, r, errors_only ? NOW_ERRORS : mode, step && step->root == r ? step->bsi : NULL, ticket);
     e->sh[SH_MORE] = !ran ? 0 : errors_only ? other_ready(e, tool) : more_after(e, tool, r, rslot, rgen);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran != 0, &out));
@@ -1415,11 +1422,12 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
     return flow_now_call(env, info, NOW_STRAND);
 }
 
-/* resumeNow(h) -> whether it ran: as flowNow(h), the strand of root h's
- * flow queued longest (a completion from outside, in its setImmediate()) */
+/* resumeNow(h, ticket) -> whether it ran: as flowNow(h), the strand of
+ * root h's flow that the event of ticket is owed to (a completion from
+ * outside, in its setImmediate(); futoin_steps_execute_owed()) */
 static napi_value n_resume_now(napi_env env, napi_callback_info info)
 {
-    return flow_now_call(env, info, NOW_OLDEST);
+    return flow_now_call(env, info, NOW_OWED);
 }
 
 /* query(h's C root) for the running root h, false for any other handle */
@@ -1430,6 +1438,19 @@ static napi_value running_root_query(napi_env env, napi_callback_info info, int 
     hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
     napi_value out;
     NAPI_OK(napi_get_boolean(env, h != NULL && h->root->running && query(h->bsi), &out));
+    return out;
+}
+
+/* claimQueued(h) -> the ticket of the event JS owes now to the strands of
+ * the running root h's flow queued with none on its way yet, 0: none (a
+ * failed parallel's handler added steps: futoin_steps_claim_queued()) */
+static napi_value n_claim_queued(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    js_flush_ops(e);
+    hslot* h = jh_get(e, argv[0], 1 << HK_ROOT);
+    napi_value out;
+    NAPI_OK(napi_create_uint32(env, h != NULL && h->root->running ? futoin_steps_claim_queued(h->bsi) : 0, &out));
     return out;
 }
 
@@ -1520,7 +1541,7 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     if (r) {
         futoin_steps_parallel_failed(r->bsi); /* more_after() tells of this run only */
     }
-    int ran = r && !r->foreign && r->running && flow_now(e, r, 0, step);
+    int ran = r && !r->foreign && r->running && flow_now(e, r, NOW_STRAND, step, 0);
     e->sh[SH_MORE] = ran ? more_after(e, tool, r, rslot, rgen) : 0;
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran, &out));
@@ -2054,6 +2075,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"inBranch", n_in_branch},
             {"flowNow", n_flow_now},
             {"resumeNow", n_resume_now},
+            {"claimQueued", n_claim_queued},
             {"waiting", n_waiting},
             {"stats", n_stats},
             {"drainSpill", n_drain_spill},

@@ -730,6 +730,45 @@ test('a step completed by a flow executed inside its callback goes on in a setIm
             ['nested', 'step end', 'executed', 'other executed', 'next v', 'immediate', 'other next 1 2']);
     });
 
+test('the setImmediate() of a branch completed from outside does nothing once its parallel failed: the steps its handler added wait for their own, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        const hop = (as) => {
+            as.waitExternal();
+            setImmediate(() => as.success());
+        };
+        const root = $as();
+        root.add((as) => {
+            as.parallel().add((as) => {
+                as.add(hop);
+                as.add((as) => {
+                    trace.push('branch throws');
+                    throw new Error('Fail');
+                });
+            }).add((as) => {
+                as.add(hop);
+                as.add((as) => trace.push('other branch'));
+            });
+        }, (as, err) => {
+            trace.push(`handled ${err}`);
+            as.add((as) => trace.push('added'));
+        }).execute();
+        // both branches complete from outside in the first turn; this
+        // setImmediate() is queued between the failure and the added step's
+        $as().add((as) => {
+            as.waitExternal();
+            setImmediate(() => setImmediate(() => {
+                trace.push('cancel');
+                root.cancel();
+                setImmediate(() => setImmediate(done.resolve));
+            }));
+            as.success();
+        }).execute();
+        await done.promise;
+        assert.deepStrictEqual(trace, ['branch throws', 'handled Fail', 'cancel']);
+    });
+
 test('a loop turn that comes late fires a step timeout before a JS timer due after it', T, () => {
     // a fresh process: Node's own timers as right after require(); the
     // busy wait makes both deadlines pass before the loop's first turn

@@ -200,13 +200,21 @@ FUTOIN_API int futoin_steps_execute_nested(FutoInAsyncSteps* root);
  * from outside): it goes on now, alone, as the JS reference goes on with an
  * await() in a branch in the promise's reaction. Returns 1 when it ran. */
 FUTOIN_API int futoin_steps_execute_strand(FutoInAsyncSteps* step);
-/* The same for the strand of root's flow queued longest (its oldest event: a
- * success() from outside queued it), as the JS reference goes on after each
- * completion in a callImmediate() of its own. Returns 1 when it ran. */
-FUTOIN_API int futoin_steps_execute_oldest(FutoInAsyncSteps* root);
-/* 1 when a strand of root's running flow is queued to go on (a parallel
- * that ended, a burst used up, a completion from outside), 0 else. */
+/* Host events owed to strands, by ticket: a success() from outside on a
+ * waiting step (or futoin_steps_defer_after()) queues its strand with a new
+ * ticket, which futoin_steps_owed(step) tells right after; claim_queued()
+ * gives one to root's queued strands that have none (0: none had to be
+ * claimed). The host's event for a ticket calls execute_owed(): the same as
+ * execute_burst() for the strand still queued with that ticket, else
+ * nothing (it went on by another way, its branch was cancelled), as the JS
+ * reference's callImmediate() per completion finds nothing to do then.
+ * Returns 1 when it ran. Tickets are 31-bit, never 0. */
+FUTOIN_API uint32_t futoin_steps_owed(FutoInAsyncSteps* step);
+FUTOIN_API uint32_t futoin_steps_claim_queued(FutoInAsyncSteps* root);
+/* 1 when a strand of root's running flow is queued with no ticket (the host
+ * then claims one for it, or leaves it to its next turn), 0 else. */
 FUTOIN_API int futoin_steps_has_queued(FutoInAsyncSteps* root);
+FUTOIN_API int futoin_steps_execute_owed(FutoInAsyncSteps* root, uint32_t ticket);
 /* In a cancel handler of `step`: the error code whose unwinding runs it (a
  * Timeout, an error from outside), or that of the parallel branch whose
  * failure cancels it; NULL when a cancel() runs it (or anywhere else). */
