@@ -584,6 +584,13 @@ const errorsNow = (root, own = false) => {
         if (own && root._running && N.flowNow(root._h)) {
             runAlone(root._test, HOST_MORE);
         }
+        const ticket = !root._test && root._running ? N.claimQueued(root._h) : 0;
+        if (ticket !== 0) {
+            // the steps after its handlers: a setImmediate() of their own, as
+            // futoin-asyncsteps' callImmediate()
+            reg.queueImmediate(resumeFlow, root, ticket);
+            return;
+        }
         if (reg.SH[SH_MORE] === 0) {
             return; // nothing to go on with (the flow ended): no turn armed ahead of later ones
         }

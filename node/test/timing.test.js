@@ -769,6 +769,36 @@ test('the setImmediate() of a branch completed from outside does nothing once it
         assert.deepStrictEqual(trace, ['branch throws', 'handled Fail', 'cancel']);
     });
 
+test('after an error from outside in a branch, the branch goes on in a setImmediate() of its own and the step after its parallel in another, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        $as().add((as) => {
+            as.parallel().add((as) => {
+                as.add((as) => {
+                    as.waitExternal();
+                    setImmediate(() => {
+                        try {
+                            as.error('Fail');
+                        } catch (e) {
+                            trace.push(`threw ${e.message}`);
+                            setImmediate(() => trace.push('immediate'));
+                        }
+                    });
+                }, (as, err) => {
+                    trace.push(`handled ${err}`);
+                    as.success();
+                });
+                as.add((as) => trace.push('branch goes on'));
+            });
+        }).add((as) => {
+            trace.push('after parallel');
+            done.resolve();
+        }).execute();
+        await done.promise;
+        assert.deepStrictEqual(trace, ['handled Fail', 'threw Fail', 'branch goes on', 'immediate', 'after parallel']);
+    });
+
 test('a loop turn that comes late fires a step timeout before a JS timer due after it', T, () => {
     // a fresh process: Node's own timers as right after require(); the
     // busy wait makes both deadlines pass before the loop's first turn
