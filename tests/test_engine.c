@@ -581,23 +581,35 @@ static void timeout_handlers_run_in_the_timer_turn_the_next_steps_later(void** s
 }
 
 static int g_owner_asked;
+static int g_owner_taken;
+static uint32_t g_owner_branch;
 
-static int owns_burst_yes(void* ctx, FutoInAsyncSteps* root)
+static int owns_burst_yes(void* ctx, FutoInAsyncSteps* root, uint32_t branch)
 {
     ++g_owner_asked;
-    return root == (FutoInAsyncSteps*)ctx;
+    return root == (FutoInAsyncSteps*)ctx && branch == 0;
 }
 
-/* the host says the flow owns the burst (the JS reference's g_burst_owner):
- * the steps after a step timeout's handlers run in the timer's event too,
- * on its main sequence only (a branch's timeout is as before) */
+static void burst_taken(void* ctx, FutoInAsyncSteps* root, uint32_t branch)
+{
+    assert_ptr_equal(root, ctx);
+    ++g_owner_taken;
+    g_owner_branch = branch;
+}
+
+/* the host says who owns the burst (the JS reference's g_burst_owner): the
+ * steps after a step timeout's handlers of the owner run in the timer's
+ * event too (here the main sequence owns it, a branch's timeout is as
+ * before); a turn of a strand of its own takes the burst, a branch's first
+ * burst and a timeout's handlers do not */
 static void timeout_of_the_burst_owner_goes_on_in_the_timer_turn(void** state)
 {
     (void)state;
     FutoInAsyncTool* t = g_fx.tool;
     FutoInAsyncSteps* r = g_fx.root;
     g_owner_asked = 0;
-    futoin_tool_set_burst_owner(t, owns_burst_yes, r);
+    g_owner_taken = 0;
+    futoin_tool_set_burst_owner(t, burst_taken, owns_burst_yes, r);
     r->api->add(r, NULL, f_timed, eh_recover);
     r->api->add(r, "next", f_trace, NULL);
     FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_recover);
@@ -607,19 +619,25 @@ static void timeout_of_the_burst_owner_goes_on_in_the_timer_turn(void** state)
     r->api->execute(r, NULL, on_unhandled);
     futoin_tool_iterate(t, 0);
     assert_trace("");
+    assert_int_equal(g_owner_taken, 1); /* its first turn */
+    assert_int_equal(g_owner_branch, 0);
     assert_int_equal(futoin_tool_run_one(t), 1); /* the deadline: handlers and the steps after them */
     assert_int_equal(g_owner_asked, 1);
+    assert_int_equal(g_owner_taken, 2); /* the owner goes on: the same one */
     assert_int_equal(futoin_tool_take_deferred(t), 0);
     assert_trace("recover:Timeout|next");
-    futoin_tool_iterate(t, 0); /* the branches start */
+    futoin_tool_iterate(t, 0); /* the branches start: their parallel's burst */
     assert_trace("recover:Timeout|next|wait");
+    assert_int_equal(g_owner_taken, 2);
     assert_int_equal(futoin_tool_run_one(t), 1); /* the branch's deadline: its handlers only */
-    assert_int_equal(g_owner_asked, 1);
+    assert_int_equal(g_owner_asked, 2);
     assert_trace("recover:Timeout|next|wait|par:Timeout");
     assert_int_equal(futoin_tool_take_deferred(t), 1);
     assert_int_equal(futoin_tool_run(t), 0);
     assert_trace("recover:Timeout|next|wait|par:Timeout|last");
-    futoin_tool_set_burst_owner(t, NULL, NULL);
+    assert_int_equal(g_owner_taken, 3); /* the turn after the parallel's handler */
+    assert_int_equal(g_owner_branch, 0);
+    futoin_tool_set_burst_owner(t, NULL, NULL, NULL);
 }
 
 /* completed inside its own callback, then told to go on later */

@@ -160,7 +160,9 @@ struct FutoInAsyncTool_
     int host_bursts;      /* futoin_tool_set_host_bursts() */
     struct fstrand* host_cont; /* the strand host_done() goes on with */
     int deferred; /* futoin_tool_take_deferred() */
-    int (*owns_burst)(void* ctx, FutoInAsyncSteps* root); /* futoin_tool_set_burst_owner() */
+    /* futoin_tool_set_burst_owner() */
+    void (*burst_takes)(void* ctx, FutoInAsyncSteps* root, uint32_t branch);
+    int (*owns_burst)(void* ctx, FutoInAsyncSteps* root, uint32_t branch);
     void* owns_burst_ctx;
     uint32_t urgent; /* queued tasks marked urgent */
     /* clock */

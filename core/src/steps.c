@@ -133,6 +133,12 @@ static void strand_init_id(fstrand* st, fflow* fl, fstep* base, ptrdiff_t id)
     base->strand = st;
 }
 
+/* the host's key of a strand: 0 for the main sequence, else its branch's */
+static inline uint32_t strand_key(const fstrand* st)
+{
+    return st == &st->flow->main ? 0 : (uint32_t)((uint64_t)st->id & 0x3fffffffu) + 1;
+}
+
 static inline void strand_schedule(fstrand* st)
 {
     if (!st->task.queued) {
@@ -935,7 +941,13 @@ static void strand_run(void* data)
      * runs them in its timer callback; the steps after them on a later one
      * (unless the host said the flow owns the burst: step_timeout_cb) */
     st->owed = 0; /* it goes on: an event still on its way for it finds nothing */
-    strand_run_with(st, st->handlers_only ? 0 : st->flow->tool->burst);
+    FutoInAsyncTool* t = st->flow->tool;
+    if (t->burst_takes && !st->handlers_only && !st->fresh) {
+        /* an event of its own: it owns the burst (a branch's first burst is
+         * its parallel's, as the reference runs it inside the parallel step) */
+        t->burst_takes(t->owns_burst_ctx, &st->flow->base.iface, strand_key(st));
+    }
+    strand_run_with(st, st->handlers_only ? 0 : t->burst);
 }
 
 static void strand_run_budget(fstrand* st, uint32_t budget)
@@ -1276,7 +1288,7 @@ static void step_timeout_cb(void* data)
     FutoInAsyncTool* t = s->flow->tool;
     fflow* fl = s->flow;
     /* the flow that owns the burst goes on after its handlers in this event */
-    st->handlers_only = !(st == &fl->main && t->owns_burst && t->owns_burst(t->owns_burst_ctx, &fl->base.iface));
+    st->handlers_only = !(t->owns_burst && t->owns_burst(t->owns_burst_ctx, &fl->base.iface, strand_key(st)));
     ftool_task_push_urgent(t, &st->task); /* its handlers are the timer's event */
 }
 
@@ -1501,12 +1513,23 @@ void futoin_tool_set_host_bursts(FutoInAsyncTool* t, int on)
     }
 }
 
-void futoin_tool_set_burst_owner(FutoInAsyncTool* t, int (*owns)(void* ctx, FutoInAsyncSteps* root), void* ctx)
+void futoin_tool_set_burst_owner(FutoInAsyncTool* t, void (*takes)(void* ctx, FutoInAsyncSteps* root, uint32_t branch),
+        int (*owns)(void* ctx, FutoInAsyncSteps* root, uint32_t branch), void* ctx)
 {
     if (t) {
+        t->burst_takes = takes;
         t->owns_burst = owns;
         t->owns_burst_ctx = ctx;
     }
+}
+
+uint32_t futoin_steps_branch_key(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    const fstep* s = fstep_of(bsi);
+    return s->kind != FK_ROOT && s->state != FS_FREE && s->strand ? strand_key(s->strand) : 0;
 }
 
 void futoin_tool_set_host_error(FutoInAsyncTool* t, FutoInAsyncSteps_error_callback eh)

@@ -68,10 +68,10 @@ const isLiveAs = (as) => {
     return LIVE[h & SLOT_MASK] === h && GENS[h & SLOT_MASK] === as._g;
 };
 const queue = reg.queue;
-/* reg.SH[SH_OWNER]: the root slot of the flow whose steps ran last, as
- * futoin-asyncsteps' g_burst_owner: an error from outside on it goes on
- * inside that call, a step timeout on it inside the timer's callback (C
- * reads it there, src/steps.c owns_burst()) */
+/* reg.SH[SH_OWNER]: who owns the burst, as futoin-asyncsteps'
+ * g_burst_owner (C sets it when a flow, or a parallel branch, goes on from
+ * an event of its own; src/steps.c owner_key()): an error from outside on
+ * it goes on inside that call, a step timeout inside the timer's callback */
 const SH_OWNER = reg.SH_OWNER;
 const SH_TICKET = reg.SH_TICKET; // after a success() from outside: the ticket of its event (src/steps.c n_success)
 
@@ -357,7 +357,7 @@ const raise = (root, h, name, error_info, e) => {
         // the handlers get the thrown Error's message, as in futoin-asyncsteps
         deferRaise(root, e, RAISE_ERROR, e.message, infoArg(error_info));
     } else {
-        const own = ownsBurst(root, h);
+        const own = ownsBurst(h);
         errorInC(root, h, name, infoArg(error_info));
         errorsNow(root, own);
     }
@@ -556,17 +556,18 @@ const toolTimeoutFires = (as) => {
     }
     const root = as._root;
     stateError(root.state, signalError('Timeout'), undefined, false);
-    const own = ownsBurst(root, as._h);
+    const own = ownsBurst(as._h);
     errorInC(root, as._h, 'Timeout', undefined);
     errorsNow(root, own);
 };
 
-/* an error from outside on step h of root: whether the steps after its
- * handlers go on inside that call, as futoin-asyncsteps does for the flow
- * that owns its burst (its steps ran last, or promise() started it), on its
- * main sequence (a branch is a root of its own there, which owns none).
- * Asked before C takes the error. */
-const ownsBurst = (root, h) => reg.SH[SH_OWNER] === root._h % SLOT && !N.inBranch(h);
+/* an error from outside on step h: whether the steps after its handlers go
+ * on inside that call, as futoin-asyncsteps does for the flow that owns
+ * its burst (it went on last from an event of its own, or promise() started
+ * it), on h's sequence (a parallel branch is a root of its own there, which
+ * owns it once it went on from its own event). Asked before C takes the
+ * error. */
+const ownsBurst = (h) => N.ownsBurst(h);
 
 /* an error raised on a step from outside a callback: its handlers run now,
  * as futoin-asyncsteps runs them in error(); the steps after them wait for
@@ -581,11 +582,14 @@ const errorsNow = (root, own = false) => {
         const owner = reg.SH[SH_OWNER];
         runAlone(root._test, HOST_ERRORS | HOST_MORE);
         reg.SH[SH_OWNER] = owner;
-        if (own && root._running && N.flowNow(root._h)) {
+        // what the handlers left: the strand of the failed step (a branch's
+        // too) goes on now when it owns the burst, else in a turn of its own
+        let ticket = root._running ? N.claimQueued(root._h) : 0;
+        if (own && ticket !== 0 && N.resumeNow(root._h, ticket)) {
             runAlone(root._test, HOST_MORE);
+            ticket = root._running ? N.claimQueued(root._h) : 0;
         }
-        const ticket = !root._test && root._running ? N.claimQueued(root._h) : 0;
-        if (ticket !== 0) {
+        if (ticket !== 0 && !root._test) {
             // the steps after its handlers: a setImmediate() of their own, as
             // futoin-asyncsteps' callImmediate()
             reg.queueImmediate(resumeFlow, root, ticket);
@@ -831,7 +835,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
                 if (isLiveAs(step_as) && N.waiting(step_as._h)) {
                     const as = step_as;
                     step_as = null; // its cancel handler cancels the promise no more, as in futoin-asyncsteps
-                    const burst = ownsBurst(root, as._h);
+                    const burst = ownsBurst(as._h);
                     awaitFailed(root, as, reason);
                     // its handlers run now, the steps after them on a later
                     // event, as after any error from outside (futoin-asyncsteps)
@@ -1088,7 +1092,7 @@ class AsyncStepProtector {
         } else {
             // from an event: the handlers on the way run now, as for error()
             this._root._waitH = undefined;
-            const own = ownsBurst(this._root, this._h);
+            const own = ownsBurst(this._h);
             loopCtlInC(this._root, this._h, kind, label, e);
             errorsNow(this._root, own);
         }
@@ -1442,6 +1446,7 @@ class AsyncSteps {
         // its first JS step comes back at once; a promise() hears of an
         // unhandled error even when JS raised it
         reg.SH[8] = HOST_TAKE | HOST_NESTED | (this._reject !== null ? HOST_FINISH : 0);
+        const owner = reg.SH[SH_OWNER]; // C gives the burst to this flow
         h = N.execute(h, test, this);
         this._h = h;
         if (ROOTS[h % SLOT] === undefined) {
@@ -1453,7 +1458,6 @@ class AsyncSteps {
         }
         // its first burst runs now, alone (inside a step too), as in
         // futoin-asyncsteps; other flows' steps wait for their own turn
-        const owner = reg.SH[SH_OWNER];
         runAlone(test);
         reg.SH[SH_OWNER] = owner; // execute() gives the burst back, as there
         if (this._running && !reg.finPending(this)) {
@@ -2463,7 +2467,6 @@ const runHost = (testBit, nested) => {
                 a0 = HOST_ARGS[0];
             }
         }
-        SH[SH_OWNER] = SH[6];
         const root = reg.arFlows === 0 ? undefined : rootOf(SH[6]);
         const ar = root !== undefined ? root._ar : undefined;
         const flags = ar === undefined || ar === IN_AR ? hostCall(SH[6], h, code, a0, budget) :

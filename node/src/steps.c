@@ -632,6 +632,7 @@ static jroot* root_new(jsenv* e, int test)
         free(r);
         return NULL;
     }
+    futoin_steps_set_host_data(r->bsi, r); /* its SH_OWNER key: owner_key() */
     jroot** keep = r->bsi->api->stack(r->bsi, sizeof(jroot*), root_release);
     if (!keep) {
         jh_free(e, r->slot);
@@ -942,6 +943,37 @@ static napi_value n_parallel(napi_env env, napi_callback_info info)
     return out;
 }
 
+/* ---- the burst owner (futoin-asyncsteps' g_burst_owner) ----
+ * SH_OWNER holds who owns it: the root's slot for its main sequence, minus
+ * the branch key (futoin_steps_branch_key()) for a parallel branch of it,
+ * 0 for none. The core sets it when a strand goes on from an event of its
+ * own; JS gives it back after execute() and sets it in promise(). */
+static int32_t owner_key(FutoInAsyncSteps* root, uint32_t branch)
+{
+    const jroot* r = futoin_steps_host_data(root);
+    return !r ? 0 : branch ? -(int32_t)branch : (int32_t)r->slot;
+}
+
+static void burst_takes(void* ctx, FutoInAsyncSteps* root, uint32_t branch)
+{
+    jsenv* e = ctx;
+    e->sh[SH_OWNER] = owner_key(root, branch);
+}
+
+/* a step timeout, an error or a completion from outside on the strand
+ * `branch` of root: whether it goes on inside that call */
+static int owns_burst(void* ctx, FutoInAsyncSteps* root, uint32_t branch)
+{
+    jsenv* e = ctx;
+    const int32_t k = owner_key(root, branch);
+    return k != 0 && e->sh[SH_OWNER] == k;
+}
+
+static int step_owns_burst(jsenv* e, const hslot* h)
+{
+    return h->root && h->root->bsi && owns_burst(e, h->root->bsi, futoin_steps_branch_key(h->bsi));
+}
+
 /* success(h, n, a0, a1, a2, a3): n > 4 -> a0 is an array of the values;
  * n | SUCCESS_OUTSIDE: called from outside the step's callback */
 static napi_value n_success(napi_env env, napi_callback_info info)
@@ -969,7 +1001,7 @@ static napi_value n_success(napi_env env, napi_callback_info info)
         bsi->api->success(bsi, NULL);
     }
     if (outside) {
-        if (!h->root || e->sh[SH_OWNER] != (int32_t)h->root->slot) {
+        if (!step_owns_burst(e, h)) {
             /* its callback runs still (a flow executed there completed it),
              * and its flow does not own the burst: the rest in a later event,
              * as futoin-asyncsteps' callImmediate() (no-op for a waiting step) */
@@ -1589,6 +1621,17 @@ static napi_value n_in_branch(napi_env env, napi_callback_info info)
     return step_query(env, info, futoin_steps_in_branch);
 }
 
+/* ownsBurst(h) -> whether step h's flow owns the burst on h's sequence: an
+ * error from outside on h goes on inside that call after its handlers */
+static napi_value n_owns_burst(napi_env env, napi_callback_info info)
+{
+    GET_ARGS(1);
+    hslot* h = jh_get(e, argv[0], KINDS_STEP);
+    napi_value out;
+    NAPI_OK(napi_get_boolean(env, h != NULL && step_owns_burst(e, h), &out));
+    return out;
+}
+
 /* rootNew(test) -> handle of a C root made before execute() (binary()) */
 static napi_value n_root_new(napi_env env, napi_callback_info info)
 {
@@ -2030,16 +2073,6 @@ static napi_value n_stats(napi_env env, napi_callback_info info)
     return o;
 }
 
-/* a step timeout on the main sequence of root: its steps ran last (JS keeps
- * the root slot in SH_OWNER), so the steps after its handlers go on in the
- * timer's callback, as futoin-asyncsteps' g_burst_owner */
-static int owns_burst(void* ctx, FutoInAsyncSteps* root)
-{
-    jsenv* e = ctx;
-    uint32_t s = (uint32_t)e->sh[SH_OWNER];
-    return s != 0 && s < e->nslots && e->slots[s].kind == HK_ROOT && e->slots[s].bsi == root;
-}
-
 napi_status js_steps_register(napi_env env, napi_value exports)
 {
     futoin_tool_set_host_exec(tl_env->tool, tr_host_step);
@@ -2055,8 +2088,8 @@ napi_status js_steps_register(napi_env env, napi_value exports)
     futoin_tool_set_host_loops(tl_env->test_tool, tr_host_loop, tr_host_repeat);
     futoin_tool_set_host_error(tl_env->tool, tr_host_error);
     futoin_tool_set_host_error(tl_env->test_tool, tr_host_error);
-    futoin_tool_set_burst_owner(tl_env->tool, owns_burst, tl_env);
-    futoin_tool_set_burst_owner(tl_env->test_tool, owns_burst, tl_env);
+    futoin_tool_set_burst_owner(tl_env->tool, burst_takes, owns_burst, tl_env);
+    futoin_tool_set_burst_owner(tl_env->test_tool, burst_takes, owns_burst, tl_env);
     static const struct
     {
         const char* name;
@@ -2075,6 +2108,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"inBranch", n_in_branch},
             {"flowNow", n_flow_now},
             {"resumeNow", n_resume_now},
+            {"ownsBurst", n_owns_burst},
             {"claimQueued", n_claim_queued},
             {"waiting", n_waiting},
             {"stats", n_stats},

@@ -799,6 +799,42 @@ test('after an error from outside in a branch, the branch goes on in a setImmedi
         assert.deepStrictEqual(trace, ['handled Fail', 'threw Fail', 'branch goes on', 'immediate', 'after parallel']);
     });
 
+test('a parallel branch that went on from its own setImmediate() owns the burst: an error from outside or a step timeout on it goes on inside that call, as futoin-asyncsteps', T,
+    async () => {
+        const hop = (as) => {
+            as.waitExternal();
+            setImmediate(() => as.success());
+        };
+        const run = (fails) => new Promise((resolve) => {
+            const trace = [];
+            $as().add((as) => {
+                as.parallel().add((as) => {
+                    as.add(hop); // the branch goes on from a turn of its own
+                    as.add(fails, (as, err) => {
+                        trace.push(`handled ${err}`);
+                        setImmediate(() => trace.push('immediate'));
+                        as.success();
+                    });
+                    as.add((as) => trace.push('after'));
+                });
+            }).add((as) => {
+                trace.push('end');
+                resolve(trace);
+            }).execute();
+        });
+        assert.deepStrictEqual(await run((as) => {
+            as.waitExternal();
+            setImmediate(() => {
+                try {
+                    as.error('Fail');
+                } catch (e) {
+                    // nothing
+                }
+            });
+        }), ['handled Fail', 'after', 'immediate', 'end']);
+        assert.deepStrictEqual(await run((as) => as.setTimeout(1)), ['handled Timeout', 'after', 'immediate', 'end']);
+    });
+
 test('a loop turn that comes late fires a step timeout before a JS timer due after it', T, () => {
     // a fresh process: Node's own timers as right after require(); the
     // busy wait makes both deadlines pass before the loop's first turn

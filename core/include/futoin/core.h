@@ -323,14 +323,22 @@ FUTOIN_API void futoin_tool_host_done_unwinding(FutoInAsyncSteps* bsi);
  * the parallel step; at most a burst's worth of branches per call). Off
  * (the default): each host step queues behind the others, round-robin. */
 FUTOIN_API void futoin_tool_set_host_bursts(FutoInAsyncTool* tool, int on);
-/* owns(ctx, root) is asked when a step timeout fires on the main sequence
- * of the flow of `root` (not in a parallel branch): nonzero, and the steps
- * after its error handlers run in the timer's event too, as the JS
- * reference goes on inside its timer callback for the flow that owns the
- * burst (its g_burst_owner: the flow whose steps ran last). Otherwise, and
- * with no hook (NULL, the default), they go on in a later event. */
-FUTOIN_API void futoin_tool_set_burst_owner(FutoInAsyncTool* tool, int (*owns)(void* ctx, FutoInAsyncSteps* root),
-        void* ctx);
+/* The JS reference's burst owner (g_burst_owner), for a host that follows
+ * it. takes(ctx, root, branch) is called when a strand of root's flow goes
+ * on from an event of its own (a turn, execute_burst(), execute_owed();
+ * not a parallel branch's first burst, which is its parallel's, nor a step
+ * timeout's handlers): branch is 0 for the main sequence, else the key of
+ * the parallel branch (futoin_steps_branch_key()). owns(ctx, root, branch)
+ * is asked when a step timeout fires: nonzero, and the steps after its
+ * error handlers run in the timer's event too, as the reference goes on
+ * inside its timer callback for the owner; otherwise, and with no hooks
+ * (NULL, the default), they go on in a later event. */
+FUTOIN_API void futoin_tool_set_burst_owner(FutoInAsyncTool* tool,
+        void (*takes)(void* ctx, FutoInAsyncSteps* root, uint32_t branch),
+        int (*owns)(void* ctx, FutoInAsyncSteps* root, uint32_t branch), void* ctx);
+/* 0 for a step of a flow's main sequence (or no step of this library), else
+ * the key (1 .. 2^30) of the parallel branch it is a step of. */
+FUTOIN_API uint32_t futoin_steps_branch_key(FutoInAsyncSteps* bsi);
 /* host_next() for one flow: the first step waiting for the host of the flow
  * of `root` (NULL: none), so a host can run a nested flow alone. When none
  * waits, the parallel branches the flow started and nothing ran yet run
