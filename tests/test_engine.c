@@ -546,6 +546,19 @@ static void iterate_timers_runs_a_timeout_and_its_parallel_handlers_only(void** 
     assert_trace("par:Timeout|other|next");
 }
 
+/* a step timing out, "next", a parallel of a branch timing out and one
+ * waiting, "last" */
+static void execute_timed_then_timed_branch(FutoInAsyncSteps* r)
+{
+    r->api->add(r, NULL, f_timed, eh_recover);
+    r->api->add(r, "next", f_trace, NULL);
+    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_recover);
+    p->api->add(p, NULL, f_timed, NULL);
+    p->api->add(p, NULL, f_wait, NULL);
+    r->api->add(r, "last", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+}
+
 /* after a step timeout's error handlers the steps after them wait for a
  * later turn, as the JS reference's timer callback runs the handlers and
  * its callImmediate() the rest; a branch's timeout reaches the parallel's
@@ -555,13 +568,7 @@ static void timeout_handlers_run_in_the_timer_turn_the_next_steps_later(void** s
     (void)state;
     FutoInAsyncTool* t = g_fx.tool;
     FutoInAsyncSteps* r = g_fx.root;
-    r->api->add(r, NULL, f_timed, eh_recover);
-    r->api->add(r, "next", f_trace, NULL);
-    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_recover);
-    p->api->add(p, NULL, f_timed, NULL);
-    p->api->add(p, NULL, f_wait, NULL);
-    r->api->add(r, "last", f_trace, NULL);
-    r->api->execute(r, NULL, on_unhandled);
+    execute_timed_then_timed_branch(r);
     futoin_tool_iterate(t, 0);
     assert_trace("");
     assert_int_equal(futoin_tool_take_deferred(t), 0);
@@ -610,13 +617,7 @@ static void timeout_of_the_burst_owner_goes_on_in_the_timer_turn(void** state)
     g_owner_asked = 0;
     g_owner_taken = 0;
     futoin_tool_set_burst_owner(t, burst_taken, owns_burst_yes, r);
-    r->api->add(r, NULL, f_timed, eh_recover);
-    r->api->add(r, "next", f_trace, NULL);
-    FutoInAsyncSteps* p = r->api->parallel(r, "par", eh_recover);
-    p->api->add(p, NULL, f_timed, NULL);
-    p->api->add(p, NULL, f_wait, NULL);
-    r->api->add(r, "last", f_trace, NULL);
-    r->api->execute(r, NULL, on_unhandled);
+    execute_timed_then_timed_branch(r);
     futoin_tool_iterate(t, 0);
     assert_trace("");
     assert_int_equal(g_owner_taken, 1); /* its first turn */

@@ -650,55 +650,34 @@ test('after a step timeout\'s handler, the next step runs after the setImmediate
         assert.deepStrictEqual(order, ['handled Timeout', 'immediate', 'next']);
     });
 
-test('after a step timeout\'s handler, the steps of the flow whose steps ran last go on inside the timer\'s callback, as futoin-asyncsteps', T,
+test('after a step timeout\'s handler, the steps of the flow that went on last from its own event go on inside the timer\'s callback, as futoin-asyncsteps', T,
     async () => {
         // its step ran from its own turn (an external success()): it owns the
-        // burst, as the reference's g_burst_owner, until another flow's runs
-        const order = [];
-        const done = deferred();
-        $as().add((as) => {
-            as.add((as) => {
-                as.waitExternal();
-                setImmediate(() => as.success());
-            });
-            as.add((as) => as.setTimeout(1));
-        }, (as, err) => {
-            order.push(`handled ${err}`);
-            setImmediate(() => order.push('immediate'));
-            as.success();
-        }).add((as) => {
-            order.push('next');
-            done.resolve();
-        }).execute();
-        await done.promise;
-        await new Promise((resolve) => setImmediate(resolve));
-        assert.deepStrictEqual(order, ['handled Timeout', 'next', 'immediate']);
-    });
-
-test('after a step timeout\'s handler, the steps go on in a setImmediate() when another flow\'s promise() took the burst', T,
-    async () => {
-        const order = [];
-        const done = deferred();
-        $as().add((as) => {
-            as.add((as) => {
-                as.waitExternal();
-                setImmediate(() => {
-                    as.success();
-                    setImmediate(() => $as().add((as) => order.push('other')).promise());
+        // burst, as the reference's g_burst_owner, until another flow takes it
+        const run = (meanwhile) => new Promise((resolve) => {
+            const order = [];
+            $as().add((as) => {
+                as.add((as) => {
+                    as.waitExternal();
+                    setImmediate(() => {
+                        as.success();
+                        setImmediate(() => meanwhile(order));
+                    });
                 });
-            });
-            as.add((as) => as.setTimeout(1));
-        }, (as, err) => {
-            order.push(`handled ${err}`);
-            setImmediate(() => order.push('immediate'));
-            as.success();
-        }).add((as) => {
-            order.push('next');
-            done.resolve();
-        }).execute();
-        await done.promise;
-        await new Promise((resolve) => setImmediate(resolve));
-        assert.deepStrictEqual(order, ['other', 'handled Timeout', 'immediate', 'next']);
+                as.add((as) => as.setTimeout(1));
+            }, (as, err) => {
+                order.push(`handled ${err}`);
+                setImmediate(() => order.push('immediate'));
+                as.success();
+            }).add((as) => {
+                order.push('next');
+                setImmediate(() => setImmediate(() => resolve(order)));
+            }).execute();
+        });
+        assert.deepStrictEqual(await run(() => {}), ['handled Timeout', 'next', 'immediate']);
+        // another flow's promise() took the burst: a setImmediate() then
+        assert.deepStrictEqual(await run((order) => $as().add((as) => order.push('other')).promise()),
+            ['other', 'handled Timeout', 'immediate', 'next']);
     });
 
 test('a step completed by a flow executed inside its callback goes on in a setImmediate() queued then, as futoin-asyncsteps', T,
