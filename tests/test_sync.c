@@ -320,6 +320,47 @@ static void mutex_released_on_error(void** state)
     futoin_sync_free(m);
 }
 
+static void crit_timed(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    trace("%s in", (const char*)data);
+    bsi->api->setTimeout(bsi, 10);
+}
+
+static void crit_enter(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)bsi;
+    (void)args;
+    trace("%s in", (const char*)data);
+}
+
+/* a step timeout's handlers run in the timer's event, the release after
+ * them (a step of its own in the JS reference's Mutex) and the steps after
+ * it in the next one: the waiter is let in behind the step after the lock */
+static void mutex_released_after_a_timeout_handler_in_the_next_event(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInSync* m = futoin_mutex_new(t, 1, FUTOIN_UNLIMITED);
+    FutoInAsyncSteps* a = futoin_steps_new(t);
+    FutoInAsyncSteps* b = futoin_steps_new(t);
+    a->api->addSync(a, m, "A", crit_timed, eh_recover);
+    a->api->add(a, "A next", f_trace, NULL);
+    b->api->addSync(b, m, "B", crit_enter, NULL);
+    a->api->execute(a, NULL, on_unhandled);
+    b->api->execute(b, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    assert_trace("A in");
+    futoin_tool_advance(t, 10);
+    assert_int_equal(futoin_tool_run_one(t), 1);
+    assert_trace("A in|A:Timeout");
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_trace("A in|A:Timeout|A next|B in");
+    a->api->free(a);
+    b->api->free(b);
+    futoin_sync_free(m);
+}
+
 static void mutex_released_on_cancel(void** state)
 {
     (void)state;
@@ -1523,6 +1564,7 @@ int main(void)
             T(limiter_freed_with_direct_users_lives_until_they_leave),
             T(sync_free_foreign_reads_only_api),
             T(sync_free_null),
+            T(mutex_released_after_a_timeout_handler_in_the_next_event),
     };
     return cmocka_run_group_tests_name("sync", tests, NULL, NULL);
 }

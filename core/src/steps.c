@@ -969,6 +969,11 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                 if (!c) {
                     if (f->kind == FK_LOOP || f->kind == FK_REPEAT) {
                         r = loop_run(st, f, &budget);
+                    } else if (FTN_UNLIKELY(f->kind == FK_SYNC && (f->flags & F_LOCKED) && budget == 0)) {
+                        /* the release is a step of its own in the reference's
+                         * Mutex: not in a burst of handlers only */
+                        strand_yield(st);
+                        break;
                     } else {
                         r = children_done(st, f);
                     }

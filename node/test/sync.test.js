@@ -594,3 +594,23 @@ test('successStep() before sync() in a step: the section\'s step gets its values
         assert.deepStrictEqual(seen, [['section', 3, 'y'], ['after']], obj.constructor.name);
     }
 });
+
+test('a Mutex held by a step whose timeout handler recovers: released in the flow\'s next event, before the step after it, as futoin-asyncsteps', T,
+    () => onTestTool((AT) => {
+        const trace = [];
+        const mtx = new Mutex();
+        $as().add((as) => as.sync(mtx, (as) => {
+            trace.push('A in');
+            as.setTimeout(2000);
+        }, (as, err) => {
+            trace.push(`A ${err}`);
+            as.success();
+        })).add((as) => trace.push('A next')).execute();
+        $as().add((as) => as.sync(mtx, (as) => trace.push('B in'))).execute();
+        AT.nextEvent(); // the timeout: its handler only
+        assert.deepStrictEqual(trace, ['A in', 'A Timeout']);
+        AT.nextEvent(); // A's release and its next step
+        assert.deepStrictEqual(trace, ['A in', 'A Timeout', 'A next']);
+        AT.run();
+        assert.deepStrictEqual(trace, ['A in', 'A Timeout', 'A next', 'B in']);
+    }));
