@@ -2431,7 +2431,6 @@ const hostCall = (r, h, code, a0, budget) => ((code & 24) === MODE_ERROR_BITS ?
     onError(r, h, (code >>> 5) + 1, (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
     onStep(r, h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3], budget - 1));
 
-
 /* the AsyncResource whose scope JS runs in now (a flow's _ar), if any */
 let IN_AR;
 
