@@ -185,6 +185,20 @@ const resumeFlow = (root, ticket) => {
     }
 };
 
+/* the flows a sync object let in meanwhile (src/steps.c owed_event()): a
+ * setImmediate() each, queued now, as futoin-asyncsteps' callImmediate()
+ * in the success() that let them in */
+const owedImmediates = (SH) => {
+    const n = SH[reg.SH_OWED_N];
+    SH[reg.SH_OWED_N] = 0;
+    for (let i = 0; i < n; i += 2) {
+        const root = rootOf(SH[reg.SH_OWED + i]);
+        if (root !== undefined && root._running) {
+            reg.queueImmediate(resumeFlow, root, SH[reg.SH_OWED + i + 1]);
+        }
+    }
+};
+
 const SUCCESS_OUTSIDE = 1 << 30; // N.success(): the count's flag of a success() from outside (src/steps.c)
 
 /* queueable: h is the step whose callback runs or just returned; root: its
@@ -2484,6 +2498,9 @@ const runHost = (testBit, nested) => {
         SH[8] = flags | testBit | nested | (--budget > 0 ? HOST_TAKE : 0);
         N.hostDone();
         code = SH[9];
+    }
+    if (SH[reg.SH_OWED_N] !== 0) {
+        owedImmediates(SH);
     }
 };
 

@@ -614,3 +614,25 @@ test('a Mutex held by a step whose timeout handler recovers: released in the flo
         AT.run();
         assert.deepStrictEqual(trace, ['A in', 'A Timeout', 'A next', 'B in']);
     }));
+
+test('a Mutex that lets a waiter in queues its setImmediate() then, ahead of the step after the releasing branch\'s parallel, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        const mtx = new Mutex();
+        $as().add((as) => {
+            as.parallel().add((as) => {
+                as.sync(mtx, (as) => {
+                    as.waitExternal();
+                    setImmediate(() => as.success());
+                });
+                as.add((as) => trace.push('A branch after'));
+            });
+        }).add((as) => {
+            trace.push('A next');
+            done.resolve();
+        }).execute();
+        $as().add((as) => as.sync(mtx, (as) => trace.push('B in'))).execute();
+        await done.promise;
+        assert.deepStrictEqual(trace, ['A branch after', 'B in', 'A next']);
+    });
