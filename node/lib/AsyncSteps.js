@@ -68,11 +68,13 @@ const isLiveAs = (as) => {
     return LIVE[h & SLOT_MASK] === h && GENS[h & SLOT_MASK] === as._g;
 };
 const queue = reg.queue;
-/* reg.SH[SH_OWNER]: who owns the burst, as futoin-asyncsteps'
- * g_burst_owner (C sets it when a flow, or a parallel branch, goes on from
- * an event of its own; src/steps.c owner_key()): an error from outside on
- * it goes on inside that call, a step timeout inside the timer's callback */
+/* reg.SH[SH_OWNER], reg.SH[SH_OWNER_BR]: who owns the burst, as
+ * futoin-asyncsteps' g_burst_owner: a root handle and its branch (C sets
+ * them when a flow, or a parallel branch, goes on from an event of its own;
+ * src/steps.c burst_takes()): an error from outside on it goes on inside
+ * that call, a step timeout inside the timer's callback */
 const SH_OWNER = reg.SH_OWNER;
+const SH_OWNER_BR = reg.SH_OWNER_BR;
 const SH_TICKET = reg.SH_TICKET; // after a success() from outside: the ticket of its event (src/steps.c n_success)
 
 // the handle of the step whose callback runs now (its calls are queued),
@@ -594,8 +596,10 @@ const errorsNow = (root, own = false) => {
         }
     } else if (N.flowNow(root._h, true)) {
         const owner = reg.SH[SH_OWNER];
+        const ownerBr = reg.SH[SH_OWNER_BR];
         runAlone(root._test, HOST_ERRORS | HOST_MORE);
         reg.SH[SH_OWNER] = owner;
+        reg.SH[SH_OWNER_BR] = ownerBr;
         // what the handlers left: the strand of the failed step (a branch's
         // too) goes on now when it owns the burst, else in a turn of its own
         let ticket = root._running ? N.claimQueued(root._h) : 0;
@@ -1461,6 +1465,7 @@ class AsyncSteps {
         // unhandled error even when JS raised it
         reg.SH[8] = HOST_TAKE | HOST_NESTED | (this._reject !== null ? HOST_FINISH : 0);
         const owner = reg.SH[SH_OWNER]; // C gives the burst to this flow
+        const ownerBr = reg.SH[SH_OWNER_BR];
         h = N.execute(h, test, this);
         this._h = h;
         if (ROOTS[h % SLOT] === undefined) {
@@ -1474,6 +1479,7 @@ class AsyncSteps {
         // futoin-asyncsteps; other flows' steps wait for their own turn
         runAlone(test);
         reg.SH[SH_OWNER] = owner; // execute() gives the burst back, as there
+        reg.SH[SH_OWNER_BR] = ownerBr;
         if (this._running && !reg.finPending(this)) {
             if (!test && !draining[0] && N.readyNow()) {
                 // its next step is ready (a parallel ended): it goes on through
@@ -1654,7 +1660,8 @@ class AsyncSteps {
             this._reject = reject;
             this.execute();
             if (this._h !== undefined) {
-                reg.SH[SH_OWNER] = this._h % SLOT; // promise() keeps the burst, as there
+                reg.SH[SH_OWNER] = this._h; // promise() keeps the burst, as there
+                reg.SH[SH_OWNER_BR] = 0;
             }
         });
     }

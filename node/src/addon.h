@@ -170,10 +170,11 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
 #define SH_IMM (SH_NUM + 2 * SH_NUM_CAP)
 #define SH_FIN_MORE (SH_IMM + 1) /* finished roots past SH_FIN_CAP (fetch with drainFinSpill) */
 #define SH_ERR_FRESH (SH_IMM + 2) /* 1: the error JS is handed came out of a parallel branch: a new Error */
-#define SH_OWNER (SH_IMM + 3) /* the root slot of the flow whose steps ran last (lib/AsyncSteps.js runHost) */
+#define SH_OWNER (SH_IMM + 3) /* the root handle of the flow that owns the burst (src/steps.c burst_takes()) */
 #define SH_TICKET (SH_IMM + 4) /* success() from outside: the ticket of the event JS owes its strand (futoin_steps_owed()) */
 #define SH_OWED_N (SH_IMM + 5) /* int32 words in SH_OWED: (root slot, ticket) pairs JS queues a setImmediate() for */
-#define SH_OWED (SH_IMM + 6)
+#define SH_OWNER_BR (SH_IMM + 6) /* with SH_OWNER: the branch key of who owns the burst, 0: the main sequence */
+#define SH_OWED (SH_IMM + 7)
 #define SH_OWED_CAP 256
 #define SH_SIZE (SH_OWED + SH_OWED_CAP)
 #define SUCCESS_OUTSIDE (1 << 30) /* success(): the count's flag of a call from outside the step's callback */

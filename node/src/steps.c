@@ -632,7 +632,7 @@ static jroot* root_new(jsenv* e, int test)
         free(r);
         return NULL;
     }
-    futoin_steps_set_host_data(r->bsi, r); /* its SH_OWNER key: owner_key() */
+    futoin_steps_set_host_data(r->bsi, r); /* its SH_OWNER: owner_of() */
     jroot** keep = r->bsi->api->stack(r->bsi, sizeof(jroot*), root_release);
     if (!keep) {
         jh_free(e, r->slot);
@@ -771,7 +771,9 @@ void js_flush_ops(jsenv* e)
             for (int32_t j = 0; j < a && j < 4 && b + j < SH_NUM_CAP; ++j) {
                 jv_number(nums[b + j], &args.args[j]);
             }
+            e->owed_quiet = 1; /* the step JS runs: no event of its own */
             t->api->success(t, &args);
+            e->owed_quiet = 0;
             break;
         }
         case OP_SYNC: {
@@ -944,20 +946,23 @@ static napi_value n_parallel(napi_env env, napi_callback_info info)
 }
 
 /* ---- the burst owner (futoin-asyncsteps' g_burst_owner) ----
- * SH_OWNER holds who owns it: the root's slot for its main sequence, minus
- * the branch key (futoin_steps_branch_key()) for a parallel branch of it,
- * 0 for none. The core sets it when a strand goes on from an event of its
- * own; JS gives it back after execute() and sets it in promise(). */
-static int32_t owner_key(FutoInAsyncSteps* root, uint32_t branch)
+ * SH_OWNER holds the root handle of the flow that owns it (0: none; a
+ * handle, not a slot: a root made later in the same slot is another one),
+ * SH_OWNER_BR the key of its parallel branch (futoin_steps_branch_key()),
+ * 0 for its main sequence. The core sets them when a strand goes on from an
+ * event of its own; JS gives them back after execute() and sets them in
+ * promise(). */
+static int32_t owner_of(jsenv* e, FutoInAsyncSteps* root)
 {
     const jroot* r = futoin_steps_host_data(root);
-    return !r ? 0 : branch ? -(int32_t)branch : (int32_t)r->slot;
+    return r ? (int32_t)(e->slots[r->slot].gen << JH_SLOT_BITS | r->slot) : 0;
 }
 
 static void burst_takes(void* ctx, FutoInAsyncSteps* root, uint32_t branch)
 {
     jsenv* e = ctx;
-    e->sh[SH_OWNER] = owner_key(root, branch);
+    e->sh[SH_OWNER] = owner_of(e, root);
+    e->sh[SH_OWNER_BR] = (int32_t)branch;
 }
 
 /* a step timeout, an error or a completion from outside on the strand
@@ -965,8 +970,13 @@ static void burst_takes(void* ctx, FutoInAsyncSteps* root, uint32_t branch)
 static int owns_burst(void* ctx, FutoInAsyncSteps* root, uint32_t branch)
 {
     jsenv* e = ctx;
-    const int32_t k = owner_key(root, branch);
-    return k != 0 && e->sh[SH_OWNER] == k;
+    const int32_t k = owner_of(e, root);
+    return k != 0 && e->sh[SH_OWNER] == k && e->sh[SH_OWNER_BR] == (int32_t)branch;
+}
+
+static int step_owns_burst(jsenv* e, const hslot* h)
+{
+    return h->root && h->root->bsi && owns_burst(e, h->root->bsi, futoin_steps_branch_key(h->bsi));
 }
 
 /* a waiting step of a JS root of ours went on by a success() from C (a sync
@@ -983,11 +993,6 @@ static void owed_event(void* ctx, FutoInAsyncSteps* root, uint32_t ticket)
     }
     sh[SH_OWED + sh[SH_OWED_N]++] = (int32_t)r->slot;
     sh[SH_OWED + sh[SH_OWED_N]++] = (int32_t)ticket;
-}
-
-static int step_owns_burst(jsenv* e, const hslot* h)
-{
-    return h->root && h->root->bsi && owns_burst(e, h->root->bsi, futoin_steps_branch_key(h->bsi));
 }
 
 /* success(h, n, a0, a1, a2, a3): n > 4 -> a0 is an array of the values;
@@ -1585,7 +1590,9 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
         NAPI_OK(napi_get_boolean(env, false, &out));
         return out;
     }
+    e->owed_quiet = 1; /* it goes on here, in the promise's reaction */
     step->api->success(step, &a);
+    e->owed_quiet = 0;
     futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
     FutoInAsyncTool* tool = r ? r->tool : NULL; /* the flow may end and its root go */
     const uint32_t rslot = r ? r->slot : 0, rgen = r ? e->slots[rslot].gen : 0;
