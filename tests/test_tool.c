@@ -132,6 +132,24 @@ static void timers_equal_deadlines_fire_in_setting_order(void** state)
     assert_trace("x@5|a@10|b@10|c@10|d@10|e@10|y@20");
 }
 
+/* iterate_until(): timers due by its time only (a host's loop time, taken
+ * when its iteration began), immediates as iterate() */
+static void iterate_until_fires_timers_due_by_its_time(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    dfr(10, "t10");
+    dfr(20, "t20");
+    imm("i");
+    futoin_tool_advance(t, 20); /* both due by the clock */
+    const uint64_t now = futoin_tool_now(t);
+    assert_int_equal(futoin_tool_iterate_until(t, 0, now - 10), 0);
+    assert_trace("t10@20|i");
+    assert_int_equal(futoin_tool_iterate_until(t, 0, now), -1);
+    assert_trace("t10@20|i|t20@20");
+    assert_int_equal(futoin_tool_iterate_until(NULL, 0, now), -1);
+}
+
 static void cb_chain_timer(void* data)
 {
     (void)data;
@@ -1522,6 +1540,7 @@ int main(void)
             T(burst_two_interleaves_in_chunks_of_two),
             T(burst_one_alternates),
             T(burst_default_runs_flow_through),
+            T(iterate_until_fires_timers_due_by_its_time),
     };
     return cmocka_run_group_tests_name("tool", tests, NULL, NULL);
 }

@@ -738,7 +738,15 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
 
 enum { IT_READY, IT_ALL, IT_TIMERS };
 
+static int64_t iterate_until(FutoInAsyncTool* t, uint32_t max_tasks, int mode, uint64_t until);
+
 static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int mode)
+{
+    return iterate_until(t, max_tasks, mode, UINT64_MAX);
+}
+
+/* timers due by min(now, until) */
+static int64_t iterate_until(FutoInAsyncTool* t, uint32_t max_tasks, int mode, uint64_t until)
 {
     if (!t || t->dying) {
         return -1;
@@ -756,7 +764,8 @@ static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int mode)
         t->vnow = t->heap[0]->deadline;
     }
     if (timers && t->heap_len) {
-        ftool_run_due_timers(t, ftool_now(t));
+        const uint64_t now = ftool_now(t);
+        ftool_run_due_timers(t, now < until ? now : until);
     }
     size_t n = mode == IT_TIMERS ? 0 : max_tasks ? max_tasks : t->q_len;
     if (mode == IT_TIMERS) {
@@ -778,6 +787,11 @@ static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int mode)
 int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
 {
     return iterate(t, max_tasks, IT_ALL);
+}
+
+int64_t futoin_tool_iterate_until(FutoInAsyncTool* t, uint32_t max_tasks, uint64_t until)
+{
+    return iterate_until(t, max_tasks, IT_ALL, until);
 }
 
 int64_t futoin_tool_iterate_ready(FutoInAsyncTool* t, uint32_t max_tasks)

@@ -87,7 +87,9 @@ static void turn(jsenv* e, int mode)
         if (round == 0 && mode == TURN_TIMERS) {
             futoin_tool_iterate_timers(e->tool);
         } else if (round == 0 && mode == TURN_ALL) {
-            futoin_tool_iterate(e->tool, 0);
+            /* the timers due when this loop iteration began (libuv's time):
+             * one set in this turn fires in a timers phase, as Node's */
+            futoin_tool_iterate_until(e->tool, 0, uv_now(e->loop));
         } else {
             futoin_tool_iterate_ready(e->tool, 0);
         }

@@ -814,6 +814,33 @@ test('a parallel branch that went on from its own setImmediate() owns the burst:
         assert.deepStrictEqual(await run((as) => as.setTimeout(1)), ['handled Timeout', 'after', 'immediate', 'end']);
     });
 
+test('a step timeout that falls due in the turn that set it fires in a later timers phase, after the setImmediate() callbacks queued before, as a setTimeout() of Node\'s', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        $as().add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+                setImmediate(() => {
+                    as.success(); // the step below runs in a setImmediate() queued now
+                    setImmediate(() => trace.push('immediate'));
+                });
+            });
+            as.add((as) => {
+                as.setTimeout(1);
+                const end = Date.now() + 3;
+                while (Date.now() <= end) {
+                    // its deadline passes before the turn ends
+                }
+            });
+        }, (as, err) => {
+            trace.push(`handled ${err}`);
+            done.resolve();
+        }).execute();
+        await done.promise;
+        assert.deepStrictEqual(trace, ['immediate', 'handled Timeout']);
+    });
+
 test('a loop turn that comes late fires a step timeout before a JS timer due after it', T, () => {
     // a fresh process: Node's own timers as right after require(); the
     // busy wait makes both deadlines pass before the loop's first turn

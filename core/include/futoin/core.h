@@ -126,6 +126,10 @@ FUTOIN_API void futoin_tool_set_hooks(FutoInAsyncTool* tool, const FutoInLoopHoo
  * the host holds a step it took (host_next() without host_done() yet), it
  * runs nothing and returns 0; so does futoin_tool_run() (returns -1). */
 FUTOIN_API int64_t futoin_tool_iterate(FutoInAsyncTool* tool, uint32_t max_tasks);
+/* The same, with the timers due by `until` only (a time of the tool's
+ * clock): a host loop turn outside its timers phase fires those due when
+ * the loop iteration began, as Node's timers, not one set in that turn. */
+FUTOIN_API int64_t futoin_tool_iterate_until(FutoInAsyncTool* tool, uint32_t max_tasks, uint64_t until);
 /* The same without timers: a host loop whose timers fire in a phase of
  * their own (Node's) runs the work that became ready meanwhile with it. */
 FUTOIN_API int64_t futoin_tool_iterate_ready(FutoInAsyncTool* tool, uint32_t max_tasks);
