@@ -2200,6 +2200,22 @@ int futoin_steps_execute_owed(FutoInAsyncSteps* root, uint32_t ticket)
     return 0;
 }
 
+int futoin_steps_execute_key(FutoInAsyncSteps* root, uint32_t key)
+{
+    fflow* fl = flow_of_root(root);
+    uint32_t mine = fl ? fl->queued_n : 0;
+    for (ftask* k = mine ? fl->tool->q_head : NULL; k && mine; k = k->next) {
+        fstrand* b = k->data;
+        if (k->cb == strand_run && b->flow == fl) {
+            if (strand_key(b) == key) {
+                return strand_burst(fl, b, 1);
+            }
+            --mine;
+        }
+    }
+    return 0;
+}
+
 /* the ticket given to fl's queued strands that had none (claim), or 1 when
  * one has none (!claim); 0: none */
 static uint32_t claim_queued(fflow* fl, int claim)

@@ -600,13 +600,13 @@ const errorsNow = (root, own = false) => {
         runAlone(root._test, HOST_ERRORS | HOST_MORE);
         reg.SH[SH_OWNER] = owner;
         reg.SH[SH_OWNER_BR] = ownerBr;
-        // what the handlers left: the strand of the failed step (a branch's
-        // too) goes on now when it owns the burst, else in a turn of its own
-        let ticket = root._running ? N.claimQueued(root._h) : 0;
-        if (own && ticket !== 0 && N.resumeNow(root._h, ticket)) {
+        // what the handlers left: the strand that owns the burst (the failed
+        // step's, a branch's too) goes on now; the others (a parallel its
+        // branch failed) in a turn of their own
+        if (own && root._running && N.ownerNow(root._h)) {
             runAlone(root._test, HOST_MORE);
-            ticket = root._running ? N.claimQueued(root._h) : 0;
         }
+        const ticket = root._running ? N.claimQueued(root._h) : 0;
         if (ticket !== 0 && !root._test) {
             // the steps after its handlers: a setImmediate() of their own, as
             // futoin-asyncsteps' callImmediate()

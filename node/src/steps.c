@@ -1416,7 +1416,7 @@ static napi_value n_host_done(napi_env env, napi_callback_info info)
 /* root r's flow goes on now, alone; its first JS step in SH_HOST_OUT
  * (errors_only: only what unwinds an error raised from outside, up to an
  * error handler) */
-enum { NOW_STRAND, NOW_ERRORS, NOW_OWED };
+enum { NOW_STRAND, NOW_ERRORS, NOW_OWED, NOW_OWNER };
 
 static int flow_now(jsenv* e, jroot* r, int mode, FutoInAsyncSteps* step, uint32_t ticket)
 {
@@ -1428,6 +1428,8 @@ static int flow_now(jsenv* e, jroot* r, int mode, FutoInAsyncSteps* step, uint32
     /* `step`: its strand, which may be a parallel branch's */
     int ran = errors_only         ? futoin_steps_unwind_now(r->bsi)
               : mode == NOW_OWED ? futoin_steps_execute_owed(r->bsi, ticket)
+              : mode == NOW_OWNER ? owner_of(e, r->bsi) == e->sh[SH_OWNER]
+                      && futoin_steps_execute_key(r->bsi, (uint32_t)e->sh[SH_OWNER_BR])
                                   : futoin_steps_execute_strand(step ? step : r->bsi);
     lz_leave(e, &lz);
     /* JS runs what it takes only when something ran: a step taken else
@@ -1451,7 +1453,7 @@ static napi_value flow_now_call(napi_env env, napi_callback_info info, int mode)
     uint32_t ticket = 0;
     if (mode == NOW_STRAND) {
         napi_get_value_bool(env, argv[1], &errors_only);
-    } else {
+    } else if (mode == NOW_OWED) {
         napi_get_value_uint32(env, argv[1], &ticket);
     }
     e->sh[SH_HOST_OUT] = 0;
@@ -1484,6 +1486,14 @@ static napi_value n_flow_now(napi_env env, napi_callback_info info)
 static napi_value n_resume_now(napi_env env, napi_callback_info info)
 {
     return flow_now_call(env, info, NOW_OWED);
+}
+
+/* ownerNow(h) -> whether it ran: as flowNow(h), the strand of root h's flow
+ * that owns the burst (SH_OWNER, SH_OWNER_BR), when it is queued: after the
+ * handlers of an error from outside on it */
+static napi_value n_owner_now(napi_env env, napi_callback_info info)
+{
+    return flow_now_call(env, info, NOW_OWNER);
 }
 
 /* query(h's C root) for the running root h, false for any other handle */
@@ -2136,6 +2146,7 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"flowNow", n_flow_now},
             {"resumeNow", n_resume_now},
             {"ownsBurst", n_owns_burst},
+            {"ownerNow", n_owner_now},
             {"claimQueued", n_claim_queued},
             {"waiting", n_waiting},
             {"stats", n_stats},

@@ -812,6 +812,33 @@ test('a parallel branch that went on from its own setImmediate() owns the burst:
             });
         }), ['handled Fail', 'after', 'immediate', 'end']);
         assert.deepStrictEqual(await run((as) => as.setTimeout(1)), ['handled Timeout', 'after', 'immediate', 'end']);
+        // the error leaves the branch: the parallel's handler runs inside the
+        // call, the step after it in a setImmediate() (the flow owns nothing)
+        const trace = [];
+        await new Promise((resolve) => {
+            $as().add((as) => {
+                as.parallel((as, err) => {
+                    trace.push(`parallel ${err}`);
+                    as.success();
+                }).add((as) => {
+                    as.add(hop);
+                    as.add((as) => {
+                        as.waitExternal();
+                        setImmediate(() => {
+                            try {
+                                as.error('Fail');
+                            } catch (e) {
+                                trace.push(`threw ${e.message}`);
+                            }
+                        });
+                    });
+                });
+            }).add((as) => {
+                trace.push('after parallel');
+                resolve();
+            }).execute();
+        });
+        assert.deepStrictEqual(trace, ['parallel Fail', 'threw Fail', 'after parallel']);
     });
 
 test('a step timeout that falls due in the turn that set it fires in a later timers phase, after the setImmediate() callbacks queued before, as a setTimeout() of Node\'s', T,
