@@ -2487,6 +2487,9 @@ const runHost = (testBit, nested) => {
                 a0 = HOST_ARGS[0];
             }
         }
+        if (SH[reg.SH_OWED_N] !== 0) {
+            owedImmediates(SH); // let in before this step: their turns first
+        }
         const root = reg.arFlows === 0 ? undefined : rootOf(SH[6]);
         const ar = root !== undefined ? root._ar : undefined;
         const flags = ar === undefined || ar === IN_AR ? hostCall(SH[6], h, code, a0, budget) :

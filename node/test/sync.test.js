@@ -636,3 +636,20 @@ test('a Mutex that lets a waiter in queues its setImmediate() then, ahead of the
         await done.promise;
         assert.deepStrictEqual(trace, ['A branch after', 'B in', 'A next']);
     });
+
+test('a Mutex released by a step timeout lets the waiter in through a setImmediate() queued before the failed flow\'s handler runs, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        const mtx = new Mutex();
+        $as().add((as) => as.sync(mtx, (as) => as.setTimeout(1)), (as, err) => {
+            trace.push(`A ${err}`);
+            setImmediate(() => trace.push('A immediate'));
+        }).execute();
+        $as().add((as) => as.sync(mtx, (as) => {
+            trace.push('B in');
+            setImmediate(done.resolve);
+        })).execute();
+        await done.promise;
+        assert.deepStrictEqual(trace, ['A Timeout', 'B in', 'A immediate']);
+    });
