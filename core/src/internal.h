@@ -164,8 +164,6 @@ struct FutoInAsyncTool_
     void (*burst_takes)(void* ctx, FutoInAsyncSteps* root, uint32_t branch);
     int (*owns_burst)(void* ctx, FutoInAsyncSteps* root, uint32_t branch);
     void* owns_burst_ctx;
-    void (*owed_hook)(void* ctx, FutoInAsyncSteps* root, uint32_t ticket); /* futoin_tool_set_owed_hook() */
-    void* owed_ctx;
     uint32_t urgent; /* queued tasks marked urgent */
     /* clock */
     futoin_clock_fn clock;

@@ -1195,9 +1195,6 @@ void feng_success(fstep* s, FutoInArgs* args)
         }
         st->owed = ftool_ticket(st->flow->tool); /* a completion from outside: the host's event for it */
         strand_schedule(st);
-        if (st->flow->tool->owed_hook) {
-            st->flow->tool->owed_hook(st->flow->tool->owed_ctx, &st->flow->base.iface, st->owed);
-        }
         break;
     }
     default:
@@ -1528,15 +1525,6 @@ void futoin_tool_set_burst_owner(FutoInAsyncTool* t, void (*takes)(void* ctx, Fu
         t->burst_takes = takes;
         t->owns_burst = owns;
         t->owns_burst_ctx = ctx;
-    }
-}
-
-void futoin_tool_set_owed_hook(FutoInAsyncTool* t, void (*owed)(void* ctx, FutoInAsyncSteps* root, uint32_t ticket),
-        void* ctx)
-{
-    if (t) {
-        t->owed_hook = owed;
-        t->owed_ctx = ctx;
     }
 }
 

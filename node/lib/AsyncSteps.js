@@ -187,20 +187,6 @@ const resumeFlow = (root, ticket) => {
     }
 };
 
-/* the flows a sync object let in meanwhile (src/steps.c owed_event()): a
- * setImmediate() each, queued now, as futoin-asyncsteps' callImmediate()
- * in the success() that let them in */
-const owedImmediates = (SH) => {
-    const n = SH[reg.SH_OWED_N];
-    SH[reg.SH_OWED_N] = 0;
-    for (let i = 0; i < n; i += 2) {
-        const root = rootOf(SH[reg.SH_OWED + i]);
-        if (root !== undefined && root._running) {
-            reg.queueImmediate(resumeFlow, root, SH[reg.SH_OWED + i + 1]);
-        }
-    }
-};
-
 const SUCCESS_OUTSIDE = 1 << 30; // N.success(): the count's flag of a success() from outside (src/steps.c)
 
 /* queueable: h is the step whose callback runs or just returned; root: its
@@ -2487,9 +2473,6 @@ const runHost = (testBit, nested) => {
                 a0 = HOST_ARGS[0];
             }
         }
-        if (SH[reg.SH_OWED_N] !== 0) {
-            owedImmediates(SH); // let in before this step: their turns first
-        }
         const root = reg.arFlows === 0 ? undefined : rootOf(SH[6]);
         const ar = root !== undefined ? root._ar : undefined;
         const flags = ar === undefined || ar === IN_AR ? hostCall(SH[6], h, code, a0, budget) :
@@ -2508,9 +2491,6 @@ const runHost = (testBit, nested) => {
         SH[8] = flags | testBit | nested | (--budget > 0 ? HOST_TAKE : 0);
         N.hostDone();
         code = SH[9];
-    }
-    if (SH[reg.SH_OWED_N] !== 0) {
-        owedImmediates(SH);
     }
 };
 

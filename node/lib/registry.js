@@ -190,9 +190,7 @@ const SH_FIN_MORE = SH_IMM + 1;
 const SH_ERR_FRESH = SH_IMM + 2;
 const SH_OWNER = SH_IMM + 3;
 const SH_TICKET = SH_IMM + 4;
-const SH_OWED_N = SH_IMM + 5;
 const SH_OWNER_BR = SH_IMM + 6;
-const SH_OWED = SH_IMM + 7;
 // our setImmediate() turns queued and not run yet; while there are any,
 // SH_IMM is set and no other turn runs ready work (C clears it when they
 // were swallowed, src/driver.c on_check())
@@ -239,8 +237,6 @@ reg.SH_IMM = SH_IMM;
 reg.SH_ERR_FRESH = SH_ERR_FRESH;
 reg.SH_OWNER = SH_OWNER;
 reg.SH_TICKET = SH_TICKET;
-reg.SH_OWED_N = SH_OWED_N;
-reg.SH_OWED = SH_OWED;
 reg.SH_OWNER_BR = SH_OWNER_BR;
 reg.SH_OPS = SH_OPS;
 reg.SH_OPS_N = SH_OPS_N;

@@ -172,11 +172,8 @@ _Static_assert(sizeof(jfrag) <= FUTOIN_HOST_DATA_SIZE, "a frag fits a step's own
 #define SH_ERR_FRESH (SH_IMM + 2) /* 1: the error JS is handed came out of a parallel branch: a new Error */
 #define SH_OWNER (SH_IMM + 3) /* the root handle of the flow that owns the burst (src/steps.c burst_takes()) */
 #define SH_TICKET (SH_IMM + 4) /* success() from outside: the ticket of the event JS owes its strand (futoin_steps_owed()) */
-#define SH_OWED_N (SH_IMM + 5) /* int32 words in SH_OWED: (root slot, ticket) pairs JS queues a setImmediate() for */
 #define SH_OWNER_BR (SH_IMM + 6) /* with SH_OWNER: the branch key of who owns the burst, 0: the main sequence */
-#define SH_OWED (SH_IMM + 7)
-#define SH_OWED_CAP 256
-#define SH_SIZE (SH_OWED + SH_OWED_CAP)
+#define SH_SIZE (SH_IMM + 7)
 #define SUCCESS_OUTSIDE (1 << 30) /* success(): the count's flag of a call from outside the step's callback */
 #define JS_CODE_NUM1 6 /* low 3 bits of a step code: one number, in the Float64Array at 0 */
 
@@ -252,7 +249,6 @@ struct jsenv
         napi_value f_step, undef; /* fetched once per scope */
     } lz; /* one handle scope shared by a run of dispatches */
     int production;    /* NODE_ENV=production: no sanity checks */
-    int owed_quiet;    /* n_success(): JS queues the event of the ticket itself (SH_TICKET) */
     uint32_t turn_steps;   /* JS steps run in this turn of the loop */
     uint32_t exec_slot;    /* the root execute() runs now: JS has not listed it yet */
     napi_value exec_obj;

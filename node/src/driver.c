@@ -62,12 +62,10 @@ static void call_dispatch(jsenv* e, napi_ref fn, int test)
     }
 }
 
-/* JS runs the plain JS steps the engine set aside (lib/AsyncSteps.js), and
- * queues the setImmediate() of each flow a sync object let in meanwhile
- * (SH_OWED: at the end of the drain) */
+/* JS runs the plain JS steps the engine set aside (lib/AsyncSteps.js) */
 static void drain_host(jsenv* e, FutoInAsyncTool* t)
 {
-    if (futoin_tool_host_pending(t) || e->sh[SH_OWED_N]) {
+    if (futoin_tool_host_pending(t)) {
         call_dispatch(e, e->f_drain, t == e->test_tool);
     }
 }

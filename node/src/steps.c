@@ -771,9 +771,7 @@ void js_flush_ops(jsenv* e)
             for (int32_t j = 0; j < a && j < 4 && b + j < SH_NUM_CAP; ++j) {
                 jv_number(nums[b + j], &args.args[j]);
             }
-            e->owed_quiet = 1; /* the step JS runs: no event of its own */
             t->api->success(t, &args);
-            e->owed_quiet = 0;
             break;
         }
         case OP_SYNC: {
@@ -979,22 +977,6 @@ static int step_owns_burst(jsenv* e, const hslot* h)
     return h->root && h->root->bsi && owns_burst(e, h->root->bsi, futoin_steps_branch_key(h->bsi));
 }
 
-/* a waiting step of a JS root of ours went on by a success() from C (a sync
- * object let it in): JS queues the setImmediate() of its ticket after the
- * steps it runs now (lib/AsyncSteps.js owedImmediates()), as the reference
- * queues its callImmediate() in that success() */
-static void owed_event(void* ctx, FutoInAsyncSteps* root, uint32_t ticket)
-{
-    jsenv* e = ctx;
-    const jroot* r = futoin_steps_host_data(root);
-    int32_t* sh = e->sh;
-    if (e->owed_quiet || !r || r->test || sh[SH_OWED_N] + 2 > SH_OWED_CAP) {
-        return; /* full: it goes on with the next turn that runs ready work */
-    }
-    sh[SH_OWED + sh[SH_OWED_N]++] = (int32_t)r->slot;
-    sh[SH_OWED + sh[SH_OWED_N]++] = (int32_t)ticket;
-}
-
 /* success(h, n, a0, a1, a2, a3): n > 4 -> a0 is an array of the values;
  * n | SUCCESS_OUTSIDE: called from outside the step's callback */
 static napi_value n_success(napi_env env, napi_callback_info info)
@@ -1009,11 +991,9 @@ static napi_value n_success(napi_env env, napi_callback_info info)
     napi_get_value_int32(env, argv[1], &n);
     const int outside = (n & SUCCESS_OUTSIDE) != 0;
     n &= ~SUCCESS_OUTSIDE;
-    e->owed_quiet = outside; /* its event: JS queues it (SH_TICKET) */
     FutoInArgs a;
     if (n > 0) {
         if (jv_args_from_js(env, (size_t)n, &argv[2], &a) != 0) {
-            e->owed_quiet = 0;
             return js_throw_error(env, "InternalError", "cannot pass these values");
         }
         bsi->api->success(bsi, &a);
@@ -1023,7 +1003,6 @@ static napi_value n_success(napi_env env, napi_callback_info info)
     } else {
         bsi->api->success(bsi, NULL);
     }
-    e->owed_quiet = 0;
     if (outside) {
         if (!step_owns_burst(e, h)) {
             /* its callback runs still (a flow executed there completed it),
@@ -1600,9 +1579,7 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
         NAPI_OK(napi_get_boolean(env, false, &out));
         return out;
     }
-    e->owed_quiet = 1; /* it goes on here, in the promise's reaction */
     step->api->success(step, &a);
-    e->owed_quiet = 0;
     futoin_reset_binval(&a.args[0]); /* moved: a no-op unless refused */
     FutoInAsyncTool* tool = r ? r->tool : NULL; /* the flow may end and its root go */
     const uint32_t rslot = r ? r->slot : 0, rgen = r ? e->slots[rslot].gen : 0;
@@ -2126,7 +2103,6 @@ napi_status js_steps_register(napi_env env, napi_value exports)
     futoin_tool_set_host_error(tl_env->test_tool, tr_host_error);
     futoin_tool_set_burst_owner(tl_env->tool, burst_takes, owns_burst, tl_env);
     futoin_tool_set_burst_owner(tl_env->test_tool, burst_takes, owns_burst, tl_env);
-    futoin_tool_set_owed_hook(tl_env->tool, owed_event, tl_env); /* test roots: events of the test tool */
     static const struct
     {
         const char* name;

@@ -219,12 +219,6 @@ FUTOIN_API uint32_t futoin_steps_claim_queued(FutoInAsyncSteps* root);
  * then claims one for it, or leaves it to its next turn), 0 else. */
 FUTOIN_API int futoin_steps_has_queued(FutoInAsyncSteps* root);
 FUTOIN_API int futoin_steps_execute_owed(FutoInAsyncSteps* root, uint32_t ticket);
-/* owed(ctx, root, ticket) is called whenever a success() queues a waiting
- * step's strand with a new ticket (a sync object letting a waiter in, a
- * completion from C code), so the host queues its event for it then, as
- * the JS reference's callImmediate() at that call. NULL: none (default). */
-FUTOIN_API void futoin_tool_set_owed_hook(FutoInAsyncTool* tool,
-        void (*owed)(void* ctx, FutoInAsyncSteps* root, uint32_t ticket), void* ctx);
 /* In a cancel handler of `step`: the error code whose unwinding runs it (a
  * Timeout, an error from outside), or that of the parallel branch whose
  * failure cancels it; NULL when a cancel() runs it (or anywhere else). */
