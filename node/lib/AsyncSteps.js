@@ -784,6 +784,15 @@ const goOn = (root, ran) => {
         if (more === 0) {
             return;
         }
+        if ((more & MORE_QUEUED) !== 0 && !root._test) {
+            // its parallel ended (the await() went on in a branch): the step
+            // after it in a setImmediate() of its own, as futoin-asyncsteps
+            const ticket = N.claimQueued(root._h);
+            if (ticket !== 0) {
+                reg.queueImmediate(resumeFlow, root, ticket);
+                return;
+            }
+        }
     } else if (root._test) {
         return;
     }

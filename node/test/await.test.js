@@ -429,3 +429,20 @@ test('await() as the last step of a loop(), repeat() or forEach() body: the loop
     assert.deepStrictEqual(seen, [undefined, 'PromiseReject']);
     assert.deepStrictEqual(r.args, ['out']);
 });
+
+test('the step after a parallel whose branch an await() ended goes on in a setImmediate() of its own, as futoin-asyncsteps', T, async () => {
+    const trace = [];
+    const done = deferred();
+    $as().add((as) => {
+        as.parallel().add((as) => {
+            as.await(Promise.resolve(1));
+            as.add((as) => trace.push('branch after await'));
+        });
+    }).add((as) => {
+        trace.push('after parallel');
+        done.resolve();
+    }).execute();
+    setImmediate(() => trace.push('immediate'));
+    await done.promise;
+    assert.deepStrictEqual(trace, ['branch after await', 'immediate', 'after parallel']);
+});
