@@ -372,3 +372,17 @@ test('random sequences of steps: the same trace whether they run as one batch or
         }
     });
 });
+
+test('many values from outside a callback reach the next step whole: from an event and from a flow executed inside the callback', T, async () => {
+    const ten = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+    const got = await new Promise((resolve) => {
+        $as().add((as) => {
+            as.waitExternal();
+            setImmediate(() => as.success(...ten));
+        }).add((as, ...a) => as.success(...a.slice(1))).add((as, ...nine) => {
+            as.waitExternal();
+            $as().add((as2) => as.success(...nine)).execute();
+        }).add((as, ...a) => resolve(a)).execute();
+    });
+    assert.deepStrictEqual(got, ten.slice(1));
+});
