@@ -1528,13 +1528,20 @@ void futoin_tool_set_burst_owner(FutoInAsyncTool* t, void (*takes)(void* ctx, Fu
     }
 }
 
-uint32_t futoin_steps_branch_key(FutoInAsyncSteps* bsi)
+/* the strand of a live step of ours (not a root), or NULL */
+static const fstrand* strand_of_step(FutoInAsyncSteps* bsi)
 {
-    if (!futoin_steps_is_native(bsi)) {
-        return 0;
+    if (!bsi || !futoin_steps_is_native(bsi)) {
+        return NULL;
     }
     const fstep* s = fstep_of(bsi);
-    return s->kind != FK_ROOT && s->state != FS_FREE && s->strand ? strand_key(s->strand) : 0;
+    return s->kind != FK_ROOT && s->state != FS_FREE ? s->strand : NULL;
+}
+
+uint32_t futoin_steps_branch_key(FutoInAsyncSteps* bsi)
+{
+    const fstrand* st = strand_of_step(bsi);
+    return st ? strand_key(st) : 0;
 }
 
 void futoin_tool_set_host_error(FutoInAsyncTool* t, FutoInAsyncSteps_error_callback eh)
@@ -1738,7 +1745,7 @@ static fflow* flow_of_root(FutoInAsyncSteps* root)
  * strands too, any number of them (flows started in one go wait there for a
  * turn), and a failed branch's parent goes to its front: fl's are looked for
  * from both ends at once, up to the last of them (fl->queued_n) */
-static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*), int oldest)
+static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*, uint32_t), uint32_t arg, int oldest)
 {
     uint32_t mine = fl->queued_n;
     ftask* near = oldest ? fl->tool->q_head : fl->tool->q_tail; /* its match wins at once */
@@ -1747,7 +1754,7 @@ static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*), int ol
     while (mine && near) {
         fstrand* b = near->data;
         if (near->cb == strand_run && b->flow == fl) {
-            if (match(b)) {
+            if (match(b, arg)) {
                 return b; /* nearer than all the far side saw */
             }
             --mine;
@@ -1758,7 +1765,7 @@ static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*), int ol
         near = oldest ? near->next : near->prev;
         b = far->data;
         if (far->cb == strand_run && b->flow == fl) {
-            if (match(b)) {
+            if (match(b, arg)) {
                 far_hit = b;
             }
             --mine;
@@ -1771,14 +1778,26 @@ static fstrand* queued_strand_of(fflow* fl, int (*match)(const fstrand*), int ol
     return far_hit;
 }
 
-static int strand_is_fresh(const fstrand* b)
+static int strand_is_fresh(const fstrand* b, uint32_t arg)
 {
+    (void)arg;
     return b->fresh;
 }
 
-static int strand_has_error(const fstrand* b)
+static int strand_has_error(const fstrand* b, uint32_t arg)
 {
+    (void)arg;
     return b->err_pending;
+}
+
+static int strand_owes(const fstrand* b, uint32_t ticket)
+{
+    return b->owed == ticket;
+}
+
+static int strand_keyed(const fstrand* b, uint32_t key)
+{
+    return strand_key(b) == key;
 }
 
 /* the first burst of the next branch of fl that parallel_start() made and
@@ -1794,7 +1813,7 @@ static int run_fresh_branch(fflow* fl)
         return 0;
     }
     /* fresh strands are queued once, when made: the last one queued is the newest */
-    fstrand* newest = queued_strand_of(fl, strand_is_fresh, 0);
+    fstrand* newest = queued_strand_of(fl, strand_is_fresh, 0, 0);
     if (!newest) {
         fl->fresh_n = 0; /* the rest were released before they ran */
         return 0;
@@ -1985,7 +2004,7 @@ int futoin_steps_execute_nested(FutoInAsyncSteps* root)
  * from outside are queued last, failed branches' parents first) */
 static fstrand* queued_error_of(fflow* fl)
 {
-    return queued_strand_of(fl, strand_has_error, 0);
+    return queued_strand_of(fl, strand_has_error, 0, 0);
 }
 
 /* the strands of fl that wait with an error to unwind run their handlers,
@@ -2160,48 +2179,21 @@ int futoin_steps_take_error_crossed(FutoInAsyncSteps* step)
     return 1;
 }
 
-uint32_t ftool_ticket(FutoInAsyncTool* t)
+/* the burst of fl's strand nearest the head of the queue that match() takes */
+static int execute_queued(fflow* fl, int (*match)(const fstrand*, uint32_t), uint32_t arg)
 {
-    t->tickets = (t->tickets + 1) & 0x7fffffffu;
-    if (!t->tickets) {
-        t->tickets = 1;
-    }
-    return t->tickets;
+    fstrand* b = fl ? queued_strand_of(fl, match, arg, 1) : NULL;
+    return b ? strand_burst(fl, b, 1) : 0;
 }
 
 int futoin_steps_execute_owed(FutoInAsyncSteps* root, uint32_t ticket)
 {
-    fflow* fl = flow_of_root(root);
-    if (!fl || !ticket) {
-        return 0;
-    }
-    uint32_t mine = fl->queued_n;
-    for (ftask* k = fl->tool->q_head; k && mine; k = k->next) {
-        fstrand* b = k->data;
-        if (k->cb == strand_run && b->flow == fl) {
-            if (b->owed == ticket) {
-                return strand_burst(fl, b, 1);
-            }
-            --mine;
-        }
-    }
-    return 0;
+    return ticket ? execute_queued(flow_of_root(root), strand_owes, ticket) : 0;
 }
 
 int futoin_steps_execute_key(FutoInAsyncSteps* root, uint32_t key)
 {
-    fflow* fl = flow_of_root(root);
-    uint32_t mine = fl ? fl->queued_n : 0;
-    for (ftask* k = mine ? fl->tool->q_head : NULL; k && mine; k = k->next) {
-        fstrand* b = k->data;
-        if (k->cb == strand_run && b->flow == fl) {
-            if (strand_key(b) == key) {
-                return strand_burst(fl, b, 1);
-            }
-            --mine;
-        }
-    }
-    return 0;
+    return execute_queued(flow_of_root(root), strand_keyed, key);
 }
 
 /* the ticket given to fl's queued strands that had none (claim), or 1 when
@@ -2244,11 +2236,8 @@ int futoin_steps_has_queued(FutoInAsyncSteps* root)
 
 uint32_t futoin_steps_owed(FutoInAsyncSteps* step)
 {
-    if (!step || !futoin_steps_is_native(step)) {
-        return 0;
-    }
-    const fstep* s = fstep_of(step);
-    return s->kind != FK_ROOT && s->state != FS_FREE && s->strand ? s->strand->owed : 0;
+    const fstrand* st = strand_of_step(step);
+    return st ? st->owed : 0;
 }
 
 int futoin_steps_execute_strand(FutoInAsyncSteps* step)

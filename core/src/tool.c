@@ -738,13 +738,6 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
 
 enum { IT_READY, IT_ALL, IT_TIMERS };
 
-static int64_t iterate_until(FutoInAsyncTool* t, uint32_t max_tasks, int mode, uint64_t until);
-
-static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int mode)
-{
-    return iterate_until(t, max_tasks, mode, UINT64_MAX);
-}
-
 /* timers due by min(now, until) */
 static int64_t iterate_until(FutoInAsyncTool* t, uint32_t max_tasks, int mode, uint64_t until)
 {
@@ -784,6 +777,11 @@ static int64_t iterate_until(FutoInAsyncTool* t, uint32_t max_tasks, int mode, u
     return d;
 }
 
+static int64_t iterate(FutoInAsyncTool* t, uint32_t max_tasks, int mode)
+{
+    return iterate_until(t, max_tasks, mode, UINT64_MAX);
+}
+
 int64_t futoin_tool_iterate(FutoInAsyncTool* t, uint32_t max_tasks)
 {
     return iterate(t, max_tasks, IT_ALL);
@@ -816,4 +814,13 @@ int futoin_tool_take_deferred(FutoInAsyncTool* t)
 int futoin_tool_has_ready(FutoInAsyncTool* t)
 {
     return t && !t->dying && (t->q_head || atomic_load_explicit(&t->has_posts, memory_order_acquire));
+}
+
+uint32_t ftool_ticket(FutoInAsyncTool* t)
+{
+    t->tickets = (t->tickets + 1) & 0x7fffffffu;
+    if (!t->tickets) {
+        t->tickets = 1;
+    }
+    return t->tickets;
 }

@@ -164,7 +164,7 @@ const register = (func, onerror) => {
  * resumed in the same event; the last one runs whatever else is ready */
 const resumeFlow = (root, ticket) => {
     const last = reg.immediateRuns();
-    let again = 0;
+    let again = false;
     // the strand the ticket is owed to: nothing when it went on meanwhile
     // or its branch was cancelled (the reference's immediate finds nothing)
     if (root._running && root._h !== undefined && N.resumeNow(root._h, ticket)) {
@@ -172,19 +172,27 @@ const resumeFlow = (root, ticket) => {
         const more = reg.SH[SH_MORE];
         if ((more & MORE_PAR_FAILED) !== 0) {
             parallelHandlersNow(root);
-            // what its handlers left goes on in an immediate of its own
-            again = root._running ? N.claimQueued(root._h) : 0;
+            again = resumeLater(root); // what its handlers left
         } else if ((more & MORE_QUEUED) !== 0) {
             // its parallel ended, its burst was used up: the rest in a
             // callImmediate() of its own there too
-            again = N.claimQueued(root._h);
+            again = resumeLater(root);
         }
     }
-    if (again !== 0 && root._running) {
-        reg.queueImmediate(resumeFlow, root, again);
-    } else if (last) {
+    if (!again && last) {
         N.runNow(true); // whatever else is ready
     }
+};
+
+/* the strands of root's flow queued with no turn on its way go on in a
+ * setImmediate() of their own (a ticket: claimQueued()), as
+ * futoin-asyncsteps' callImmediate(); false when there were none */
+const resumeLater = (root) => {
+    const ticket = root._running ? N.claimQueued(root._h) : 0;
+    if (ticket !== 0) {
+        reg.queueImmediate(resumeFlow, root, ticket);
+    }
+    return ticket !== 0;
 };
 
 const SUCCESS_OUTSIDE = 1 << 30; // N.success(): the count's flag of a success() from outside (src/steps.c)
@@ -592,12 +600,8 @@ const errorsNow = (root, own = false) => {
         if (own && root._running && N.ownerNow(root._h)) {
             runAlone(root._test, HOST_MORE);
         }
-        const ticket = root._running ? N.claimQueued(root._h) : 0;
-        if (ticket !== 0 && !root._test) {
-            // the steps after its handlers: a setImmediate() of their own, as
-            // futoin-asyncsteps' callImmediate()
-            reg.queueImmediate(resumeFlow, root, ticket);
-            return;
+        if (!root._test && resumeLater(root)) {
+            return; // the steps after its handlers
         }
         if (reg.SH[SH_MORE] === 0) {
             return; // nothing to go on with (the flow ended): no turn armed ahead of later ones
@@ -784,14 +788,8 @@ const goOn = (root, ran) => {
         if (more === 0) {
             return;
         }
-        if ((more & MORE_QUEUED) !== 0 && !root._test) {
-            // its parallel ended (the await() went on in a branch): the step
-            // after it in a setImmediate() of its own, as futoin-asyncsteps
-            const ticket = N.claimQueued(root._h);
-            if (ticket !== 0) {
-                reg.queueImmediate(resumeFlow, root, ticket);
-                return;
-            }
+        if ((more & MORE_QUEUED) !== 0 && !root._test && resumeLater(root)) {
+            return; // its parallel ended (the await() went on in a branch)
         }
     } else if (root._test) {
         return;
