@@ -358,8 +358,11 @@ const infoArg = (error_info) => {
     }
 };
 
-/* error(name, info) of a step: state first, then throw, as
- * futoin-asyncsteps does; from outside a callback the error is raised at once */
+/* error(name, info) of a step: state first, then the caller throws e, as
+ * futoin-asyncsteps does; from outside a callback the error is raised at
+ * once. (A function that always throws never returns to V8's tiering
+ * check, so it stays in the interpreter: the work is here, the throw is in
+ * the caller.) */
 const raise = (root, h, name, error_info, e) => {
     checkActive(h);
     stateError(root.state, e, error_info, h === CUR);
@@ -371,7 +374,7 @@ const raise = (root, h, name, error_info, e) => {
         errorInC(root, h, name, infoArg(error_info));
         errorsNow(root, own);
     }
-    throw e;
+    return e;
 };
 
 /* a success() from outside completed the running root's last step: its
@@ -419,7 +422,7 @@ const rootError = (root, name, error_info, at) => {
     // branch as a root of its own
     if (h !== undefined && !N.inBranch(h)) {
         // as futoin-asyncsteps: the running flow fails at its waiting step
-        raise(root, h, name, error_info, signalError(name, AsyncSteps.prototype.error));
+        throw raise(root, h, name, error_info, signalError(name, AsyncSteps.prototype.error));
     }
     const failed = root._running && !mine && failWaiting(root, name, error_info, at);
     if (root._running && !mine && !failed && (root._foreign || !N.goesOnLater(root._h))) {
@@ -985,7 +988,7 @@ class AsyncStepProtector {
             throw new Error(name); // fails nothing, as root.error() between steps
         }
         doneWaiting(this._root, this._h);
-        raise(this._root, this._h, name, error_info, signalError(name, AsyncStepProtector.prototype.error));
+        throw raise(this._root, this._h, name, error_info, signalError(name, AsyncStepProtector.prototype.error));
     }
 
     setTimeout(timeout_ms) {
@@ -1597,7 +1600,7 @@ class AsyncSteps {
             try {
                 raise(this, h, name, undefined, signalError(name)); // its handlers run now
             } catch (e) {
-                // raise() throws as error() does; this does not
+                // a step that ended meanwhile (checkActive()): nothing to fail
             }
         } else if (this._running && CUR_ROOT !== this) {
             if (failWaiting(this, name, undefined)) {
