@@ -869,7 +869,10 @@ const awaitImpl = (asi, root, promise, onerror) => {
             }
         },
     );
-    asi.add((as) => {
+    // its step function is ours: a new closure each time, whose arity a
+    // check would read from V8's runtime
+    const add = asi instanceof AsyncStepProtector ? (checkOnError(asi, onerror), asi._add) : asi.add;
+    add.call(asi, (as) => {
         if (complete) {
             complete(as);
         } else {
@@ -934,6 +937,11 @@ class AsyncStepProtector {
         }
         checkFunc(this, func);
         checkOnError(this, onerror);
+        return this._add(func, onerror);
+    }
+
+    /* add() of a step function of ours (no check of its arity) */
+    _add(func, onerror) {
         const values = takeNext(this);
         if (values !== null) {
             func = withValues(func, values);
