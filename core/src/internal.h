@@ -160,6 +160,7 @@ struct FutoInAsyncTool_
     int host_bursts;      /* futoin_tool_set_host_bursts() */
     struct fstrand* host_cont; /* the strand host_done() goes on with */
     int deferred; /* futoin_tool_take_deferred() */
+    int eh_run;   /* a run of the handlers of an error from outside (a burst of 0): what yields is after_eh */
     /* futoin_tool_set_burst_owner() */
     void (*burst_takes)(void* ctx, FutoInAsyncSteps* root, uint32_t branch);
     int (*owns_burst)(void* ctx, FutoInAsyncSteps* root, uint32_t branch);
@@ -359,6 +360,8 @@ typedef struct fstrand
     uint8_t err_crossed;  /* its error came out of a parallel branch, not told to a handler yet */
     uint8_t handlers_only; /* an error from outside its burst (a step timeout, a failed branch):
                               its handlers run in that event, its next step on a later turn */
+    uint8_t after_eh;     /* queued right after the handlers of an error from outside: the
+                             strand that owns the burst goes on in that event (execute_key) */
     uint32_t owed;        /* the ticket of a host event on its way to it (0: none): futoin_steps_execute_owed() */
     FutoInArgs out_args;  /* the last success() values, for the next step */
     FutoInArgs host_args; /* what a step run by the host receives */

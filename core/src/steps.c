@@ -129,6 +129,7 @@ static void strand_init_id(fstrand* st, fflow* fl, fstep* base, ptrdiff_t id)
     st->unwinding = 0;
     st->err_crossed = 0;
     st->handlers_only = 0;
+    st->after_eh = 0;
     st->owed = 0;
     base->strand = st;
 }
@@ -152,7 +153,10 @@ static void strand_yield(fstrand* st)
 {
     if (st->handlers_only) {
         st->handlers_only = 0;
+        st->after_eh = 1;
         st->flow->tool->deferred = 1;
+    } else if (st->flow->tool->eh_run) {
+        st->after_eh = 1;
     }
     strand_schedule(st);
 }
@@ -941,6 +945,7 @@ static void strand_run(void* data)
      * runs them in its timer callback; the steps after them on a later one
      * (unless the host said the flow owns the burst: step_timeout_cb) */
     st->owed = 0; /* it goes on: an event still on its way for it finds nothing */
+    st->after_eh = 0;
     FutoInAsyncTool* t = st->flow->tool;
     if (t->burst_takes && !st->handlers_only && !st->fresh) {
         /* an event of its own: it owns the burst (a branch's first burst is
@@ -969,9 +974,12 @@ static void strand_run_budget(fstrand* st, uint32_t budget)
                 if (!c) {
                     if (f->kind == FK_LOOP || f->kind == FK_REPEAT) {
                         r = loop_run(st, f, &budget);
-                    } else if (FTN_UNLIKELY(f->kind == FK_SYNC && (f->flags & F_LOCKED) && budget == 0)) {
+                    } else if (FTN_UNLIKELY(budget == 0 && (f->kind == FK_BRANCH
+                                                            || (f->kind == FK_SYNC && (f->flags & F_LOCKED))))) {
                         /* the release is a step of its own in the reference's
-                         * Mutex: not in a burst of handlers only */
+                         * Mutex, and so is the end of a branch (a root of its
+                         * own there, whose last step tells its parallel): not
+                         * in a burst of handlers only */
                         strand_yield(st);
                         break;
                     } else {
@@ -1795,9 +1803,11 @@ static int strand_owes(const fstrand* b, uint32_t ticket)
     return b->owed == ticket;
 }
 
+/* the strand of key that the handlers of an error from outside just left
+ * queued, with no event on its way to it */
 static int strand_keyed(const fstrand* b, uint32_t key)
 {
-    return strand_key(b) == key;
+    return strand_key(b) == key && b->after_eh && !b->owed;
 }
 
 /* the first burst of the next branch of fl that parallel_start() made and
@@ -1929,7 +1939,10 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     const uint32_t par_failed = fl->par_failed;
     /* unwinding: a burst of 0 runs the outer handlers and stops before the
      * next step */
+    const int prev_eh_run = t->eh_run;
+    t->eh_run = errors_only;
     strand_run_budget(st, errors_only || st->handlers_only ? 0 : st->host_budget);
+    t->eh_run = prev_eh_run;
     if (fl->par_failed != par_failed && fl->base.gen == gen) {
         /* the step failed a parallel: its handlers now, the first host one
          * ahead of the host's queue (siblings resumed meanwhile wait) */
@@ -2024,7 +2037,10 @@ static int unwind_queued(fflow* fl, int host_first)
         t->running = 1;
         t->host_cont = host_first && t->host_bursts ? st : prev_cont;
         st->owed = 0; /* it goes on here: what it left is claimed anew */
+        const int prev_eh_run = t->eh_run;
+        t->eh_run = 1;
         strand_run_with(st, 0); /* handlers only: a burst of 0 stops before the next step */
+        t->eh_run = prev_eh_run;
         ran = 1;
     }
     t->host_cont = prev_cont;

@@ -370,9 +370,8 @@ const raise = (root, h, name, error_info, e) => {
         // the handlers get the thrown Error's message, as in futoin-asyncsteps
         deferRaise(root, e, RAISE_ERROR, e.message, infoArg(error_info));
     } else {
-        const own = ownsBurst(h);
         errorInC(root, h, name, infoArg(error_info));
-        errorsNow(root, own);
+        errorsNow(root);
     }
     return e;
 };
@@ -569,24 +568,15 @@ const toolTimeoutFires = (as) => {
     }
     const root = as._root;
     stateError(root.state, signalError('Timeout'), undefined, false);
-    const own = ownsBurst(as._h);
     errorInC(root, as._h, 'Timeout', undefined);
-    errorsNow(root, own);
+    errorsNow(root);
 };
-
-/* an error from outside on step h: whether the steps after its handlers go
- * on inside that call, as futoin-asyncsteps does for the flow that owns
- * its burst (it went on last from an event of its own, or promise() started
- * it), on h's sequence (a parallel branch is a root of its own there, which
- * owns it once it went on from its own event). Asked before C takes the
- * error. */
-const ownsBurst = (h) => N.ownsBurst(h);
 
 /* an error raised on a step from outside a callback: its handlers run now,
  * as futoin-asyncsteps runs them in error(); the steps after them wait for
  * a turn, as after any completion from outside (virtual time: no event used
  * up; inside a cancel handler the test tool runs, as soon as it returns) */
-const errorsNow = (root, own = false) => {
+const errorsNow = (root) => {
     if (root._foreign || root._h === undefined) {
         if (!root._test) {
             N.runNow();
@@ -598,9 +588,10 @@ const errorsNow = (root, own = false) => {
         reg.SH[SH_OWNER] = owner;
         reg.SH[SH_OWNER_BR] = ownerBr;
         // what the handlers left: the strand that owns the burst (the failed
-        // step's, a branch's too) goes on now; the others (a parallel its
-        // branch failed) in a turn of their own
-        if (own && root._running && N.ownerNow(root._h)) {
+        // step's, or the one whose parallel a failed branch ended, as the
+        // reference's root that owns it goes on in its error()) goes on now;
+        // the others in a turn of their own
+        if (root._running && N.ownerNow(root._h)) {
             runAlone(root._test, HOST_MORE);
         }
         if (!root._test && resumeLater(root)) {
@@ -849,11 +840,10 @@ const awaitImpl = (asi, root, promise, onerror) => {
                 if (isLiveAs(step_as) && N.waiting(step_as._h)) {
                     const as = step_as;
                     step_as = null; // its cancel handler cancels the promise no more, as in futoin-asyncsteps
-                    const burst = ownsBurst(as._h);
                     awaitFailed(root, as, reason);
                     // its handlers run now, the steps after them on a later
                     // event, as after any error from outside (futoin-asyncsteps)
-                    inReaction(own, root, errorsNow, burst);
+                    inReaction(own, root, errorsNow);
                 }
             } else if (step_as === undefined) {
                 step_as = null;
@@ -1114,9 +1104,8 @@ class AsyncStepProtector {
         } else {
             // from an event: the handlers on the way run now, as for error()
             this._root._waitH = undefined;
-            const own = ownsBurst(this._h);
             loopCtlInC(this._root, this._h, kind, label, e);
-            errorsNow(this._root, own);
+            errorsNow(this._root);
         }
         throw e;
     }

@@ -1634,17 +1634,6 @@ static napi_value n_in_branch(napi_env env, napi_callback_info info)
     return step_query(env, info, futoin_steps_in_branch);
 }
 
-/* ownsBurst(h) -> whether step h's flow owns the burst on h's sequence: an
- * error from outside on h goes on inside that call after its handlers */
-static napi_value n_owns_burst(napi_env env, napi_callback_info info)
-{
-    GET_ARGS(1);
-    hslot* h = jh_get(e, argv[0], KINDS_STEP);
-    napi_value out;
-    NAPI_OK(napi_get_boolean(env, h != NULL && step_owns_burst(e, h), &out));
-    return out;
-}
-
 /* rootNew(test) -> handle of a C root made before execute() (binary()) */
 static napi_value n_root_new(napi_env env, napi_callback_info info)
 {
@@ -2121,7 +2110,6 @@ napi_status js_steps_register(napi_env env, napi_value exports)
             {"inBranch", n_in_branch},
             {"flowNow", n_flow_now},
             {"resumeNow", n_resume_now},
-            {"ownsBurst", n_owns_burst},
             {"ownerNow", n_owner_now},
             {"claimQueued", n_claim_queued},
             {"waiting", n_waiting},

@@ -778,6 +778,70 @@ test('after an error from outside in a branch, the branch goes on in a setImmedi
         assert.deepStrictEqual(trace, ['handled Fail', 'threw Fail', 'branch goes on', 'immediate', 'after parallel']);
     });
 
+/* a flow whose parallel branch runs an inner parallel(), whose branch fails
+ * from outside (an event of its own) after waiting; hop: that branch went on
+ * from an event of its own first (it owns the burst then, else the outer
+ * branch does) */
+const innerParallelFails = (trace, hop, done) => {
+    $as().add((as) => {
+        as.parallel().add((as) => {
+            as.add((as) => {
+                as.waitExternal();
+                setImmediate(() => as.success()); // the outer branch goes on from an event of its own
+            });
+            as.add((as) => {
+                as.parallel((as, err) => {
+                    trace.push(`handled ${err}`);
+                    as.success();
+                }).add((as) => {
+                    if (hop) {
+                        as.add((as) => {
+                            as.waitExternal();
+                            setImmediate(() => as.success());
+                        });
+                    }
+                    as.add((as) => {
+                        as.waitExternal();
+                        setImmediate(() => {
+                            try {
+                                as.error('Fail');
+                            } catch (e) {
+                                trace.push(`threw ${e.message}`);
+                                setImmediate(() => trace.push('immediate'));
+                            }
+                        });
+                    });
+                });
+            });
+            if (!hop) {
+                as.add((as) => trace.push('branch goes on'));
+            }
+        });
+    }).add((as) => {
+        trace.push('after parallel');
+        done.resolve();
+    }).execute();
+};
+
+test('a branch that a handled error from outside in its inner parallel ends goes on in a setImmediate() of its own, the step after its parallel in another, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        innerParallelFails(trace, true, done);
+        await done.promise;
+        assert.deepStrictEqual(trace, ['handled Fail', 'threw Fail', 'immediate', 'after parallel']);
+    });
+
+test('a branch that owns the burst goes on inside the error() from outside that its inner parallel\'s handler took, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        innerParallelFails(trace, false, done);
+        await done.promise;
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepStrictEqual(trace, ['handled Fail', 'branch goes on', 'threw Fail', 'after parallel', 'immediate']);
+    });
+
 test('a parallel branch that went on from its own setImmediate() owns the burst: an error from outside or a step timeout on it goes on inside that call, as futoin-asyncsteps', T,
     async () => {
         const hop = (as) => {
