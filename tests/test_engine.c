@@ -641,6 +641,42 @@ static void timeout_of_the_burst_owner_goes_on_in_the_timer_turn(void** state)
     futoin_tool_set_burst_owner(t, NULL, NULL, NULL);
 }
 
+/* a branch's step: an inner parallel whose one branch times out; its
+ * handler recovers */
+static void f_inner_par_timed(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, "inner", eh_recover);
+    p->api->add(p, NULL, f_timed, NULL);
+}
+
+/* a branch whose end a burst of handlers reaches (its inner parallel's
+ * handler recovered from a step timeout) ends in a turn of its own, the
+ * step after its parallel in the next: a branch of the JS reference is a
+ * root whose last step tells its parallel */
+static void branch_ended_by_handlers_ends_in_a_turn_of_its_own(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    FutoInAsyncSteps* p = r->api->parallel(r, "outer", NULL);
+    p->api->add(p, NULL, f_inner_par_timed, NULL);
+    r->api->add(r, "next", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    futoin_tool_iterate(t, 0); /* the outer branch starts */
+    futoin_tool_iterate(t, 0); /* the inner one */
+    assert_int_equal(futoin_tool_next_delay(t), 10); /* it waits */
+    futoin_tool_advance(t, 10);
+    assert_int_equal(futoin_tool_run_one(t), 1); /* the deadline: the inner parallel's handler */
+    assert_trace("inner:Timeout");
+    assert_int_equal(futoin_tool_run_one(t), 1); /* the outer branch ends */
+    assert_trace("inner:Timeout");
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_trace("inner:Timeout|next");
+}
+
 /* completed inside its own callback, then told to go on later */
 static void f_done_deferred(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
@@ -2177,6 +2213,7 @@ int main(void)
             T(iterate_timers_runs_a_timeout_and_its_parallel_handlers_only),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(timeout_of_the_burst_owner_goes_on_in_the_timer_turn),
+            T(branch_ended_by_handlers_ends_in_a_turn_of_its_own),
             T(defer_after_goes_on_in_a_later_event),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(branch_error_runs_parallel_handler_in_its_event_the_added_steps_later),
