@@ -1749,6 +1749,64 @@ static void f_branch_wait_then(FutoInAsyncSteps* bsi, void* data, const FutoInAr
     bsi->api->add(bsi, "b1 after", f_trace, NULL);
 }
 
+/* a branch: "A" waits (g_branch_waiting) with a handler that recovers,
+ * then "A next" */
+static void f_branch_wait_recover(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, "A", f_wait_saved, eh_recover);
+    bsi->api->add(bsi, "A next", f_trace, NULL);
+}
+
+/* r runs a parallel of that branch and one that waits; "A" fails from
+ * outside and its handler runs (futoin_steps_unwind_now()): the key of the
+ * branch its handler left queued */
+static uint32_t branch_left_by_its_handler(FutoInAsyncSteps* r)
+{
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* p = r->api->parallel(r, NULL, NULL);
+    p->api->add(p, NULL, f_branch_wait_recover, NULL);
+    p->api->add(p, "B", f_wait, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    futoin_tool_iterate(t, 0); /* the branches start */
+    FutoInAsyncSteps* w = g_branch_waiting;
+    const uint32_t key = futoin_steps_branch_key(w);
+    assert_int_not_equal(key, 0);
+    assert_int_equal(futoin_steps_execute_key(r, key), 0); /* it waits */
+    w->api->handle_error(w, "Boom", NULL);
+    assert_int_equal(futoin_steps_execute_key(r, key), 0); /* queued, its handler not run yet */
+    assert_int_equal(futoin_steps_unwind_now(r), 1);
+    assert_trace("A|B|A:Boom");
+    return key;
+}
+
+/* execute_key(): the strand of that key the handlers of an error from
+ * outside left queued goes on at once (the burst owner, in the call that
+ * raised the error), once; a strand the host owes an event (a ticket) waits
+ * for that event */
+static void execute_key_runs_the_strand_its_handlers_left(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    const uint32_t key = branch_left_by_its_handler(r);
+    assert_int_equal(futoin_steps_execute_key(r, 0), 0); /* the main sequence waits for its parallel */
+    assert_int_equal(futoin_steps_execute_key(r, key), 1);
+    assert_trace("A|B|A:Boom|A next");
+    assert_int_equal(futoin_steps_execute_key(r, key), 0);
+
+    FutoInAsyncSteps* r2 = futoin_steps_new(g_fx.tool);
+    trace_reset();
+    const uint32_t key2 = branch_left_by_its_handler(r2);
+    const uint32_t ticket = futoin_steps_claim_queued(r2);
+    assert_int_not_equal(ticket, 0);
+    assert_int_equal(futoin_steps_execute_key(r2, key2), 0);
+    assert_int_equal(futoin_steps_execute_owed(r2, ticket), 1);
+    assert_trace("A|B|A:Boom|A next");
+    r2->api->free(r2);
+}
+
 static void f_par_waiting(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
     (void)data;
@@ -2214,6 +2272,7 @@ int main(void)
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
             T(timeout_of_the_burst_owner_goes_on_in_the_timer_turn),
             T(branch_ended_by_handlers_ends_in_a_turn_of_its_own),
+            T(execute_key_runs_the_strand_its_handlers_left),
             T(defer_after_goes_on_in_a_later_event),
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(branch_error_runs_parallel_handler_in_its_event_the_added_steps_later),

@@ -341,9 +341,11 @@ FUTOIN_API void futoin_tool_set_burst_owner(FutoInAsyncTool* tool,
         void (*takes)(void* ctx, FutoInAsyncSteps* root, uint32_t branch),
         int (*owns)(void* ctx, FutoInAsyncSteps* root, uint32_t branch), void* ctx);
 /* As execute_burst() for the strand of root's flow with that key (0: its
- * main sequence, else a branch's, futoin_steps_branch_key()) when it is
- * queued: the one that owns the burst goes on in the call that raised an
- * error on it. Returns 1 when it ran. */
+ * main sequence, else a branch's, futoin_steps_branch_key()) when the
+ * handlers of an error from outside just left it queued, with no event on
+ * its way to it: the one that owns the burst goes on in the call that raised
+ * the error (on it, or on a branch of a parallel it runs). Returns 1 when it
+ * ran. */
 FUTOIN_API int futoin_steps_execute_key(FutoInAsyncSteps* root, uint32_t key);
 /* 0 for a step of a flow's main sequence (or no step of this library), else
  * the key (1 .. 2^30) of the parallel branch it is a step of. */
