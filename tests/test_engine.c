@@ -606,9 +606,10 @@ static void burst_taken(void* ctx, FutoInAsyncSteps* root, uint32_t branch)
 
 /* the host says who owns the burst (the JS reference's g_burst_owner): the
  * steps after a step timeout's handlers of the owner run in the timer's
- * event too (here the main sequence owns it, a branch's timeout is as
- * before); a turn of a strand of its own takes the burst, a branch's first
- * burst and a timeout's handlers do not */
+ * event too (here the main sequence owns it), also after the handlers of
+ * its parallel that a branch's timeout failed; a turn of a strand of its
+ * own takes the burst, a branch's first burst and a timeout's handlers do
+ * not */
 static void timeout_of_the_burst_owner_goes_on_in_the_timer_turn(void** state)
 {
     (void)state;
@@ -630,14 +631,13 @@ static void timeout_of_the_burst_owner_goes_on_in_the_timer_turn(void** state)
     futoin_tool_iterate(t, 0); /* the branches start: their parallel's burst */
     assert_trace("recover:Timeout|next|wait");
     assert_int_equal(g_owner_taken, 2);
-    assert_int_equal(futoin_tool_run_one(t), 1); /* the branch's deadline: its handlers only */
-    assert_int_equal(g_owner_asked, 2);
-    assert_trace("recover:Timeout|next|wait|par:Timeout");
-    assert_int_equal(futoin_tool_take_deferred(t), 1);
-    assert_int_equal(futoin_tool_run(t), 0);
+    assert_int_equal(futoin_tool_run_one(t), 1); /* the branch's deadline: the parallel's handler, the owner goes on */
+    assert_int_equal(g_owner_asked, 3); /* the branch's, then the main sequence's after the handler */
     assert_trace("recover:Timeout|next|wait|par:Timeout|last");
-    assert_int_equal(g_owner_taken, 3); /* the turn after the parallel's handler */
+    assert_int_equal(futoin_tool_take_deferred(t), 0);
+    assert_int_equal(g_owner_taken, 3); /* it goes on: the same one */
     assert_int_equal(g_owner_branch, 0);
+    assert_int_equal(futoin_tool_run(t), 0);
     futoin_tool_set_burst_owner(t, NULL, NULL, NULL);
 }
 

@@ -161,6 +161,7 @@ struct FutoInAsyncTool_
     struct fstrand* host_cont; /* the strand host_done() goes on with */
     int deferred; /* futoin_tool_take_deferred() */
     int eh_run;   /* a run of the handlers of an error from outside (a burst of 0): what yields is after_eh */
+    struct fstrand* owner_cont; /* yielded after a step timeout's handlers, owns the burst: goes on at once */
     /* futoin_tool_set_burst_owner() */
     void (*burst_takes)(void* ctx, FutoInAsyncSteps* root, uint32_t branch);
     int (*owns_burst)(void* ctx, FutoInAsyncSteps* root, uint32_t branch);

@@ -151,14 +151,38 @@ static inline void strand_schedule(fstrand* st)
  * step timeout's handlers the host is told, as for a completion from outside) */
 static void strand_yield(fstrand* st)
 {
+    FutoInAsyncTool* t = st->flow->tool;
     if (st->handlers_only) {
         st->handlers_only = 0;
         st->after_eh = 1;
-        st->flow->tool->deferred = 1;
-    } else if (st->flow->tool->eh_run) {
+        if (!t->eh_run && !st->owed && t->owns_burst
+                && t->owns_burst(t->owns_burst_ctx, &st->flow->base.iface, strand_key(st))) {
+            /* a step timeout's handlers (a failed branch's parallel's too)
+             * left the strand that owns the burst: it goes on in the timer's
+             * event, as the reference's root that owns it goes on in its
+             * error() (strand_go_on()); not one the host owes an event to
+             * (futoin_steps_defer_after()) */
+            t->owner_cont = st;
+        } else {
+            t->deferred = 1;
+        }
+    } else if (t->eh_run) {
         st->after_eh = 1;
     }
     strand_schedule(st);
+}
+
+/* st of t, if strand_yield() left it to go on at once, goes on */
+static void strand_go_on(FutoInAsyncTool* t, fstrand* st)
+{
+    if (FTN_LIKELY(t->owner_cont != st)) {
+        return;
+    }
+    t->owner_cont = NULL;
+    if (st->task.queued && (st->flow->flags & FL_RUNNING)) {
+        ftool_task_remove(t, &st->task);
+        strand_run(st);
+    }
 }
 
 /* ---- error codes: per strand, double-buffered so a handler may pass the
@@ -276,6 +300,9 @@ static void branch_release(fstrand* b)
         b->sib_next->sib_prev = b->sib_prev;
     }
     ftool_task_remove(t, &b->task);
+    if (t->owner_cont == b) {
+        t->owner_cont = NULL;
+    }
     fargs_reset(&b->out_args);
     fstep* base = b->base;
     base->state = FS_CANCEL;
@@ -953,6 +980,7 @@ static void strand_run(void* data)
         t->burst_takes(t->owns_burst_ctx, &st->flow->base.iface, strand_key(st));
     }
     strand_run_with(st, st->handlers_only ? 0 : t->burst);
+    strand_go_on(t, st);
 }
 
 static void strand_run_budget(fstrand* st, uint32_t budget)
@@ -1446,6 +1474,9 @@ void feng_flow_free(fflow* fl)
     futoin_reset_binval(&fl->last_exception);
     fargs_reset(&fl->main.out_args);
     --fl->depth;
+    if (t->owner_cont && t->owner_cont->flow == fl) {
+        t->owner_cont = NULL;
+    }
     fl->next_free = t->free_flows;
     t->free_flows = fl;
     /* the last of a freed tool's: it goes now */
@@ -1943,6 +1974,7 @@ static void host_done(FutoInAsyncSteps* bsi, int errors_only)
     t->eh_run = errors_only;
     strand_run_budget(st, errors_only || st->handlers_only ? 0 : st->host_budget);
     t->eh_run = prev_eh_run;
+    strand_go_on(t, st);
     if (fl->par_failed != par_failed && fl->base.gen == gen) {
         /* the step failed a parallel: its handlers now, the first host one
          * ahead of the host's queue (siblings resumed meanwhile wait) */

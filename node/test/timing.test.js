@@ -842,6 +842,60 @@ test('a branch that owns the burst goes on inside the error() from outside that 
         assert.deepStrictEqual(trace, ['handled Fail', 'branch goes on', 'threw Fail', 'after parallel', 'immediate']);
     });
 
+test('a branch\'s step timeout fails its parallel in the timer callback, and the flow that owns the burst goes on there after the parallel\'s handler, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        $as().add((as) => {
+            as.waitExternal();
+            setImmediate(() => as.success()); // the flow goes on from an event of its own
+        }).add((as) => {
+            as.parallel((as, err) => {
+                trace.push(`handled ${err}`);
+                setImmediate(() => trace.push('immediate'));
+                as.success();
+            }).add((as) => {
+                as.setTimeout(5);
+            }).add((as) => {
+                as.waitExternal();
+            });
+        }).add((as) => {
+            trace.push('after parallel');
+            setImmediate(() => done.resolve());
+        }).execute();
+        await done.promise;
+        assert.deepStrictEqual(trace, ['handled Timeout', 'after parallel', 'immediate']);
+    });
+
+test('a branch that owns the burst goes on in the timer callback of a step timeout that failed its inner parallel, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        $as().add((as) => {
+            as.parallel().add((as) => {
+                as.add((as) => {
+                    as.waitExternal();
+                    setImmediate(() => as.success()); // the branch goes on from an event of its own
+                });
+                as.add((as) => {
+                    as.parallel((as, err) => {
+                        trace.push(`handled ${err}`);
+                        setImmediate(() => trace.push('immediate'));
+                        as.success();
+                    }).add((as) => {
+                        as.setTimeout(5);
+                    });
+                });
+                as.add((as) => trace.push('branch goes on'));
+            });
+        }).add((as) => {
+            trace.push('after parallel');
+            setImmediate(() => done.resolve());
+        }).execute();
+        await done.promise;
+        assert.deepStrictEqual(trace, ['handled Timeout', 'branch goes on', 'immediate', 'after parallel']);
+    });
+
 test('a parallel branch that went on from its own setImmediate() owns the burst: an error from outside or a step timeout on it goes on inside that call, as futoin-asyncsteps', T,
     async () => {
         const hop = (as) => {
