@@ -779,10 +779,12 @@ test('after an error from outside in a branch, the branch goes on in a setImmedi
     });
 
 /* a flow whose parallel branch runs an inner parallel(), whose branch fails
- * from outside (an event of its own) after waiting; hop: that branch went on
- * from an event of its own first (it owns the burst then, else the outer
- * branch does) */
-const innerParallelFails = (trace, hop, done) => {
+ * from outside after waiting: error() in an event of its own ('immediate'
+ * queued after it), or a step timeout ('timeout', 'immediate' queued by the
+ * handler); hop: that branch went on from an event of its own
+ * first (it owns the burst then, else the outer branch does, which has a
+ * step after the inner parallel) */
+const innerParallelFails = (trace, hop, fail, done) => {
     $as().add((as) => {
         as.parallel().add((as) => {
             as.add((as) => {
@@ -792,6 +794,9 @@ const innerParallelFails = (trace, hop, done) => {
             as.add((as) => {
                 as.parallel((as, err) => {
                     trace.push(`handled ${err}`);
+                    if (fail === 'timeout') {
+                        setImmediate(() => trace.push('immediate'));
+                    }
                     as.success();
                 }).add((as) => {
                     if (hop) {
@@ -801,6 +806,10 @@ const innerParallelFails = (trace, hop, done) => {
                         });
                     }
                     as.add((as) => {
+                        if (fail === 'timeout') {
+                            as.setTimeout(5);
+                            return;
+                        }
                         as.waitExternal();
                         setImmediate(() => {
                             try {
@@ -819,7 +828,7 @@ const innerParallelFails = (trace, hop, done) => {
         });
     }).add((as) => {
         trace.push('after parallel');
-        done.resolve();
+        setImmediate(() => done.resolve());
     }).execute();
 };
 
@@ -827,7 +836,7 @@ test('a branch that a handled error from outside in its inner parallel ends goes
     async () => {
         const trace = [];
         const done = deferred();
-        innerParallelFails(trace, true, done);
+        innerParallelFails(trace, true, 'error', done);
         await done.promise;
         assert.deepStrictEqual(trace, ['handled Fail', 'threw Fail', 'immediate', 'after parallel']);
     });
@@ -836,10 +845,18 @@ test('a branch that owns the burst goes on inside the error() from outside that 
     async () => {
         const trace = [];
         const done = deferred();
-        innerParallelFails(trace, false, done);
+        innerParallelFails(trace, false, 'error', done);
         await done.promise;
-        await new Promise((resolve) => setImmediate(resolve));
         assert.deepStrictEqual(trace, ['handled Fail', 'branch goes on', 'threw Fail', 'after parallel', 'immediate']);
+    });
+
+test('a branch that owns the burst goes on in the timer callback of a step timeout that failed its inner parallel, as futoin-asyncsteps', T,
+    async () => {
+        const trace = [];
+        const done = deferred();
+        innerParallelFails(trace, false, 'timeout', done);
+        await done.promise;
+        assert.deepStrictEqual(trace, ['handled Timeout', 'branch goes on', 'immediate', 'after parallel']);
     });
 
 test('a branch\'s step timeout fails its parallel in the timer callback, and the flow that owns the burst goes on there after the parallel\'s handler, as futoin-asyncsteps', T,
@@ -865,35 +882,6 @@ test('a branch\'s step timeout fails its parallel in the timer callback, and the
         }).execute();
         await done.promise;
         assert.deepStrictEqual(trace, ['handled Timeout', 'after parallel', 'immediate']);
-    });
-
-test('a branch that owns the burst goes on in the timer callback of a step timeout that failed its inner parallel, as futoin-asyncsteps', T,
-    async () => {
-        const trace = [];
-        const done = deferred();
-        $as().add((as) => {
-            as.parallel().add((as) => {
-                as.add((as) => {
-                    as.waitExternal();
-                    setImmediate(() => as.success()); // the branch goes on from an event of its own
-                });
-                as.add((as) => {
-                    as.parallel((as, err) => {
-                        trace.push(`handled ${err}`);
-                        setImmediate(() => trace.push('immediate'));
-                        as.success();
-                    }).add((as) => {
-                        as.setTimeout(5);
-                    });
-                });
-                as.add((as) => trace.push('branch goes on'));
-            });
-        }).add((as) => {
-            trace.push('after parallel');
-            setImmediate(() => done.resolve());
-        }).execute();
-        await done.promise;
-        assert.deepStrictEqual(trace, ['handled Timeout', 'branch goes on', 'immediate', 'after parallel']);
     });
 
 test('a parallel branch that went on from its own setImmediate() owns the burst: an error from outside or a step timeout on it goes on inside that call, as futoin-asyncsteps', T,
