@@ -1201,7 +1201,7 @@ class ParallelStep {
 
 /* a model's root-level calls, replayed by copyFrom() */
 const copyModel = (target, other) => {
-    const ops = other._ops;
+    const ops = other !== null && typeof other === 'object' ? other._ops : undefined;
     if (!Array.isArray(ops)) {
         throw new TypeError('copyFrom() expects an AsyncSteps model');
     }

@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const { spawnSync } = require('child_process');
-const { $as, IMPL, runFlow, onTestTool, deferred, T } = require('./helpers');
+const { $as, IMPL, isPolyglot, runFlow, onTestTool, deferred, T } = require('./helpers');
 
 const STEP_MSG = 'Step function must expect at least AsyncStep interface';
 const ONERROR_MSG = 'Error handler must take exactly two arguments';
@@ -27,6 +27,19 @@ test('add(null) and add(undefined) throw a TypeError', () => {
     assert.throws(() => $as().add(null), TypeError);
     assert.throws(() => $as().add(undefined), TypeError);
     assert.throws(() => $as().add(), TypeError);
+});
+
+test('copyFrom() of no AsyncSteps throws a TypeError that names copyFrom()', () => {
+    // futoin-asyncsteps copies nothing from a number or a string
+    for (const other of isPolyglot ? [null, undefined, 5, 'x', {}] : [null, undefined]) {
+        assert.throws(() => $as().copyFrom(other), (e) => {
+            assert.ok(e instanceof TypeError, String(e));
+            if (isPolyglot) {
+                assert.match(e.message, /copyFrom\(\) expects an AsyncSteps/);
+            }
+            return true;
+        });
+    }
 });
 
 test('a step function taking no arguments is an InternalError', () => {
