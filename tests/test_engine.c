@@ -2250,6 +2250,59 @@ static void host_idle_walks_parallel_branches_and_cancel_handlers(void** state)
     assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0);
 }
 
+/* a plain callback of a host that runs its steps itself: traces, waits
+ * ("w", "wc" with a cancel handler) or adds a waiting sub-step ("sub") */
+static void f_plain(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    const char* what = data;
+    trace("plain:%s", what);
+    if (!strcmp(what, "sub")) {
+        bsi->api->add(bsi, "wc", f_plain, eh_recover);
+    } else if (what[0] == 'w') {
+        bsi->api->waitExternal(bsi);
+        if (what[1] == 'c') {
+            bsi->api->setCancel(bsi, "wc", idle_cancel);
+        }
+        g_idle_waiting[g_idle_nwaiting++ % 4] = bsi;
+    }
+}
+
+static void idle_in_names_the_callbacks_of_a_host_of_plain_steps(void** state)
+{
+    (void)state;
+    g_idle_nwaiting = 0;
+    const FutoInIdleHost host = {f_plain, eh_recover, NULL, NULL, idle_cancel};
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "sub", f_plain, NULL);
+    r->api->add(r, "next", f_plain, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    assert_int_equal(futoin_steps_idle_in(r, &host, NULL, NULL), 0); /* ready to run */
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_trace("plain:sub|plain:wc");
+    trace_reset();
+    int n = 0;
+    assert_int_equal(futoin_steps_idle_in(r, &host, idle_each, &n), 1);
+    /* the waiting step (and its handler, and its cancel handler), the step
+     * that added it, the step queued after that */
+    assert_int_equal(n, 4);
+    assert_trace("kept:wc|kept:wc|kept:sub|kept:next");
+    /* without host_exec the tool has no host of its own: not idle for it */
+    assert_int_equal(futoin_steps_host_idle(r, idle_cancel, NULL, NULL), 0);
+    const FutoInIdleHost other = {f_trace, NULL, NULL, NULL, NULL};
+    assert_int_equal(futoin_steps_idle_in(r, &other, NULL, NULL), 0); /* another host's wait */
+    const FutoInIdleHost none = {NULL, NULL, NULL, NULL, NULL};
+    assert_int_equal(futoin_steps_idle_in(r, &none, NULL, NULL), 0);
+    assert_int_equal(futoin_steps_idle_in(r, NULL, NULL, NULL), 0);
+    FutoInAsyncSteps* w = g_idle_waiting[0];
+    w->api->success(w, NULL);
+    assert_int_equal(futoin_steps_idle_in(r, &host, NULL, NULL), 0); /* ready again */
+    trace_reset();
+    futoin_tool_iterate(g_fx.tool, 0);
+    assert_trace("plain:next");
+    assert_int_equal(futoin_steps_idle_in(r, &host, NULL, NULL), 0); /* finished */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2257,6 +2310,7 @@ int main(void)
             T(host_idle_tells_a_flow_only_its_host_can_move),
             T(host_idle_is_not_a_flow_with_a_timer_or_an_engine_wait),
             T(host_idle_walks_parallel_branches_and_cancel_handlers),
+            T(idle_in_names_the_callbacks_of_a_host_of_plain_steps),
             T(engine_step_after_unwinding_waits_its_turn),
             T(finish_done_ends_a_flow_completed_from_outside),
             T(host_step_after_unwinding_waits_its_turn),

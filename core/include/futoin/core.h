@@ -431,6 +431,22 @@ FUTOIN_API void* futoin_tool_host_follow(FutoInAsyncSteps* bsi);
 FUTOIN_API int futoin_steps_host_idle(FutoInAsyncSteps* root, FutoInAsyncSteps_cancel_callback cancel,
                                       void (*each)(void* ctx, void* data), void* ctx);
 
+/* A host that runs its steps as plain callbacks of its own (not through
+ * host_next()) names them: futoin_steps_idle_in() is futoin_steps_host_idle()
+ * with steps, error handlers, loop and repeat bodies and cancel handlers
+ * whose callback is the one given here (NULL members match nothing but
+ * `exec`, which must be set) taken as the host's. */
+typedef struct FutoInIdleHost
+{
+    FutoInAsyncSteps_execute_callback exec;
+    FutoInAsyncSteps_error_callback eh;
+    void (*loop)(FutoInAsyncSteps* bsi, void* data);
+    void (*repeat)(FutoInAsyncSteps* bsi, void* data, size_t i);
+    FutoInAsyncSteps_cancel_callback cancel;
+} FutoInIdleHost;
+FUTOIN_API int futoin_steps_idle_in(FutoInAsyncSteps* root, const FutoInIdleHost* host,
+                                    void (*each)(void* ctx, void* data), void* ctx);
+
 /* 1 when bsi is the innermost active step of its sequence (its callback or
  * error handler runs, or it waits), 0 when steps it added run, it is not
  * active, or bsi is not a step of this library: a host tells by it a call
