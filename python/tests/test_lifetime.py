@@ -234,3 +234,185 @@ def test_root_referred_to_by_its_step_functions_globals_is_freed(virtual_tool):
         del root, ns, step_doc
     gc.collect()
     assert [r for r in refs if r() is not None] == []
+
+
+# ---- abandoned flows: waiting for an event nothing can bring any more ----
+
+
+def _waiting_step(log, keep=None):
+    def step(as_):
+        as_.set_cancel(lambda a: log.append("cancelled"))
+        if keep is not None:
+            keep.append(as_)
+        as_.wait_external()
+
+    return step
+
+
+def test_an_abandoned_waiting_flow_goes_with_its_root_and_its_cancel_handlers_run(virtual_tool):
+    # as an asyncio task waiting on a lost future is collected: nothing
+    # holds the root or a step of it, no timer or sync object moves it
+    log = []
+    root = AsyncSteps(virtual_tool).add(_waiting_step(log)).add(lambda as_: log.append("next"))
+    root.execute()
+    virtual_tool.run()
+    ref = weakref.ref(root)
+    del root
+    gc.collect()
+    assert ref() is None
+    assert log == ["cancelled"]
+
+
+def test_a_waiting_flow_whose_step_somebody_holds_goes_on(virtual_tool):
+    log, keep = [], []
+    root = AsyncSteps(virtual_tool).add(_waiting_step(log, keep)).add(lambda as_: log.append("next"))
+    root.execute()
+    virtual_tool.run()
+    ref = weakref.ref(root)
+    del root
+    gc.collect()
+    assert ref() is not None
+    keep.pop().success()
+    virtual_tool.run()
+    assert log == ["next"]
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_waiting_flow_with_a_timer_or_a_held_root_is_kept(virtual_tool):
+    log = []
+    timed = AsyncSteps(virtual_tool)
+    timed.add(lambda as_: as_.set_timeout(1000), lambda as_, code: log.append(code))
+    timed.execute(lambda as_, code: None)
+    held = AsyncSteps(virtual_tool).add(_waiting_step(log))
+    held.execute()
+    virtual_tool.iterate()
+    ref = weakref.ref(timed)
+    del timed
+    gc.collect()
+    assert ref() is not None
+    assert log == []
+    held.cancel()
+    virtual_tool.run()
+    assert log == ["cancelled", "Timeout"]
+
+
+def test_an_abandoned_flow_in_a_cycle_through_its_steps_goes_too(virtual_tool):
+    # the step's as_ kept in the root's own state and in a closure of a step
+    # still queued: only the collector can tell that nobody else holds them
+    log = []
+    root = AsyncSteps(virtual_tool)
+
+    def step(as_):
+        as_.state["me"] = as_
+        as_.set_cancel(lambda a: log.append("cancelled"))
+        as_.wait_external()
+
+    root.add(step).add(lambda as_: log.append(root))
+    p = root.parallel()
+    p.add(_waiting_step(log, [])).add(_waiting_step(log))
+    root.execute()
+    virtual_tool.run()
+    ref = weakref.ref(root)
+    del root, p, step
+    gc.collect()
+    assert ref() is None
+    assert log == ["cancelled"]
+
+
+def test_a_flow_whose_binary_pointer_was_handed_out_is_kept(virtual_tool):
+    log = []
+    root = AsyncSteps(virtual_tool).add(_waiting_step(log))
+    root.binary()  # C code may complete its step: only it knows
+    root.execute()
+    virtual_tool.run()
+    ref = weakref.ref(root)
+    del root
+    gc.collect()
+    assert ref() is not None
+    ref().cancel()
+    assert log == ["cancelled"]
+
+
+def test_an_abandoned_flow_under_asyncio_goes_and_its_promise_is_cancelled(arun):
+    async def main():
+        log = []
+        ran = asyncio.get_running_loop().create_future()
+
+        def step(as_):
+            as_.set_cancel(lambda a: log.append("cancelled"))
+            as_.wait_external()
+            ran.set_result(None)
+
+        root = AsyncSteps().add(step)
+        fut = root.promise()
+        await ran
+        ref = weakref.ref(root)
+        del root
+        gc.collect()
+        assert ref() is None
+        assert log == ["cancelled"]
+        try:
+            await fut
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "not cancelled"
+
+    assert arun(main()) == "cancelled"
+
+
+def test_a_flow_awaiting_a_future_somebody_holds_is_kept(arun):
+    async def main():
+        pending = asyncio.get_running_loop().create_future()
+        root = AsyncSteps().add(lambda as_: as_.await_(pending)).add(lambda as_, v: as_.success(v + 1))
+        fut = root.promise()
+        await asyncio.sleep(0)
+        ref = weakref.ref(root)
+        del root
+        gc.collect()
+        assert ref() is not None
+        pending.set_result(41)
+        return await fut
+
+    assert arun(main()) == 42
+
+
+def test_an_abandoned_flow_held_only_by_its_own_sub_steps_goes_too(virtual_tool):
+    # the root is held by a sub-step's callable and a cancel handler, both in
+    # step memory that only the flow's walk shows the collector
+    log = []
+    root = AsyncSteps(virtual_tool)
+    holder = [root]
+
+    def outer(as_):
+        r = holder.pop()
+
+        def inner(as2):
+            as2.set_cancel(lambda a: log.append(r is not None))
+            as2.wait_external()
+
+        as_.add(inner)
+
+    root.add(outer)
+    root.execute()
+    virtual_tool.run()
+    ref = weakref.ref(root)
+    del root
+    gc.collect()
+    assert ref() is None
+    assert log == [True]
+
+
+def test_parallel_branches_of_an_abandoned_flow_are_cancelled_with_it(virtual_tool):
+    log = []
+    root = AsyncSteps(virtual_tool)
+    p = root.parallel()
+    p.add(_waiting_step(log))
+    p.add(_waiting_step(log))
+    root.execute()
+    virtual_tool.run()
+    ref = weakref.ref(root)
+    del root, p
+    gc.collect()
+    assert ref() is None
+    assert log == ["cancelled", "cancelled"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import concurrent.futures
+import gc
 import os
 import sys
 import threading
@@ -37,6 +38,43 @@ _SPECIAL_STATE = ("error_info", "last_exception", "async_stack")
 _running: "dict[int, AsyncSteps]" = {}  # roots whose flows are executing, by id
 _promised: "dict[int, asyncio.Future]" = {}  # their promise() futures, by root id
 _in_run: "dict[int, dict]" = {}  # roots in a blocking run(), by id: its outcome box
+_aside: "dict[int, weakref.ref]" = {}  # idle roots _running holds weakly during a full collection
+
+
+def _running_pop(key: int) -> "AsyncSteps | None":
+    """the root whose flow ended, no longer running"""
+    root = _running.pop(key, None)
+    if root is None and _aside:
+        ref = _aside.pop(key, None)
+        root = ref() if ref is not None else None
+    return root
+
+
+def _gc_callback(phase: str, info: dict) -> None:
+    """A flow that only a call on one of its steps can move on, whose root
+    and steps nobody else holds, goes with a full collection as an asyncio
+    task waiting on a lost future goes (its cancel handlers run, its
+    promise() is cancelled): meanwhile _running holds idle roots weakly and
+    the collector sees what their flows hold (AsyncStepsBase._gc_aside)."""
+    if info.get("generation") != 2:
+        return
+    if phase == "start":
+        if _running:
+            idle = [(key, root) for key, root in _running.items() if root._gc_aside()]
+            for key, root in idle:
+                _aside[key] = weakref.ref(root)
+                del _running[key]
+            # here the roots nobody else held go (each cancelled first)
+    elif _aside:
+        for key, ref in list(_aside.items()):
+            root = ref()
+            if root is not None:
+                root._gc_back()
+                _running[key] = root
+        _aside.clear()
+
+
+gc.callbacks.append(_gc_callback)
 
 
 class State(dict):
@@ -271,10 +309,10 @@ class AsyncSteps(AsyncStepsBase):
         _running[key] = self
 
         def finished(as_, *args):
-            _flow_ended(_running.pop(key, None))
+            _flow_ended(_running_pop(key))
 
         def unhandled(as_, code):
-            _flow_ended(_running.pop(key, None))
+            _flow_ended(_running_pop(key))
             if unhandled_error is not None:
                 unhandled_error(as_, code)
             else:
@@ -389,7 +427,7 @@ class AsyncSteps(AsyncStepsBase):
         _running[key] = self  # closures hold the key only (see execute)
 
         def capture(as_, *args):
-            root = _running.pop(key, None)
+            root = _running_pop(key)
             if root is not None:
                 root._flow_ended()
             _promised.pop(key, None)
@@ -397,7 +435,7 @@ class AsyncSteps(AsyncStepsBase):
                 fut.set_result(None if not args else args[0] if len(args) == 1 else args)
 
         def unhandled(as_, code):
-            _flow_ended(_running.pop(key, None))
+            _flow_ended(_running_pop(key))
             _promised.pop(key, None)
             if not fut.done():
                 st = as_.state
@@ -599,8 +637,8 @@ def _flow_cancelled(root) -> None:
     cancel(), C code, a wrap()ped view): its promise() future is cancelled,
     a blocking run() raises CancelledError. Called again: nothing left."""
     key = id(root)
-    if _running.get(key) is root:
-        del _running[key]
+    if _running.get(key) is root or _aside.pop(key, None) is not None:
+        _running.pop(key, None)
         root._flow_ended()
         box = _in_run.get(key)
         if box is not None:

@@ -350,8 +350,31 @@ typedef struct StepsObject
     PyObject* model;  /* roots: recorded root-level adds (copy_from), flat: kind, args... */
     PyObject* spent_model; /* roots: the model of the last run, freed with the next (or the root) */
     PyObject* weakrefs;
-    PyObject* ctx;    /* roots: the contextvars context of its run (its flow's host data) */
+    PyObject* ctx;    /* roots: the contextvars context of its run */
+    struct StepsObject* root_ref; /* views: the root whose flow they are of (a step held holds its flow) */
+    int gc_aside;     /* roots: held by none of ours during a full collection (see Steps_gc_aside) */
+    int exported;     /* roots: a binary() pointer of it or of a step of its flow went out */
+    struct pyhost* host; /* roots: their executing flow's host data, NULL before the first execute() */
 } StepsObject;
+
+/* a flow's host data: its Python root; the magic tells it from what another
+ * host (or C code) may have set on a flow Python did not execute */
+typedef struct pyhost
+{
+    uint64_t magic;
+    StepsObject* root; /* borrowed: the root clears the host data before it goes */
+    PyObject* ctx;     /* borrowed: root->ctx */
+} pyhost;
+
+#define PYHOST_MAGIC 0x70794675746f496eULL
+
+/* the Python root of the flow bsi is of, borrowed; NULL for a flow Python
+ * did not execute */
+static StepsObject* root_of_flow(FutoInAsyncSteps* bsi)
+{
+    const pyhost* h = futoin_steps_host_data(bsi);
+    return h && h->magic == PYHOST_MAGIC ? h->root : NULL;
+}
 
 struct deferred;
 
@@ -423,7 +446,21 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->runs = 0;
     v->awaits = 0;
     v->ctx = NULL;
+    v->gc_aside = 0;
+    v->exported = 0;
+    v->host = NULL;
+    v->root_ref = NULL;
     return v;
+}
+
+/* a view that outlives its callback holds the root of its flow: somebody
+ * may still complete its step (see Steps_gc_aside) */
+static void view_hold_root(StepsObject* v)
+{
+    if (!v->root_ref && v->bsi && !v->owns) {
+        v->root_ref = root_of_flow(v->bsi);
+        Py_XINCREF(v->root_ref);
+    }
 }
 
 /* The engine reuses an ended step's memory for the next step: a view kept
@@ -483,10 +520,14 @@ static void view_release(StepsObject* v)
             /* out of the collector's sight, so no one finds it (and makes a
              * weak reference to it) before it is handed out again */
             PyObject_GC_UnTrack(v);
+            StepsObject* root = v->root_ref;
+            v->root_ref = NULL;
             g_spare_view = v;
+            Py_XDECREF(root); /* last: a root going runs its cancel handlers, which take views */
             return;
         }
     } else {
+        view_hold_root(v);
         view_link(v);
     }
     Py_DECREF(v);
@@ -990,7 +1031,7 @@ static void reset_async_stack(FutoInAsyncSteps* bsi)
 /* contextvars: a root's flow runs its Python callbacks in a copy of the
  * context its execute() ran in, new each run, as asyncio runs a task's code
  * in the copy made when the task was created. The root holds it; its flow's
- * host data points to it. Flows that Python did not execute (made by C)
+ * host data points to the root. Flows that Python did not execute (made by C)
  * have none: their callbacks run in the current one. */
 static int flowctx_capture(StepsObject* root)
 {
@@ -998,7 +1039,18 @@ static int flowctx_capture(StepsObject* root)
     if (!ctx) {
         return -1;
     }
-    futoin_steps_set_host_data(root->bsi, ctx);
+    if (!root->host) {
+        root->host = PyMem_Malloc(sizeof(pyhost));
+        if (!root->host) {
+            Py_DECREF(ctx);
+            PyErr_NoMemory();
+            return -1;
+        }
+        root->host->magic = PYHOST_MAGIC;
+        root->host->root = root;
+    }
+    futoin_steps_set_host_data(root->bsi, root->host);
+    root->host->ctx = ctx;
     Py_XSETREF(root->ctx, ctx);
     return 0;
 }
@@ -1022,7 +1074,8 @@ static PyObject* ctx_enter(PyObject* ctx)
 /* around one callback of the flow: its context entered, unless it has none */
 static PyObject* flowctx_enter(FutoInAsyncSteps* bsi)
 {
-    return ctx_enter(futoin_steps_host_data(bsi));
+    const pyhost* h = futoin_steps_host_data(bsi);
+    return ctx_enter(h && h->magic == PYHOST_MAGIC ? h->ctx : NULL);
 }
 
 static void flowctx_exit(PyObject* ctx)
@@ -1489,6 +1542,9 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
     self->went_on = 1;
     FutoInAsyncSteps* p = self->bsi->api->parallel(self->bsi, f, f ? tr_error : NULL);
     StepsObject* pv = view_new(p, self->tool);
+    if (pv) {
+        view_hold_root(pv);
+    }
     if (pv) {
         view_link(pv); /* the caller keeps it */
         if (self->owns) {
@@ -2451,6 +2507,11 @@ static PyObject* Steps_binary(StepsObject* self, PyObject* unused)
     if (addr && self->picked_tool) {
         self->picked_tool = 2; /* C may hold it now: the root stays where it is */
     }
+    /* C code may complete it (or a step of its flow): never taken for abandoned */
+    StepsObject* root = self->owns ? self : self->root_ref;
+    if (addr && root) {
+        root->exported = 1;
+    }
     return addr;
 }
 
@@ -2539,6 +2600,9 @@ static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
     self->spare = NULL;
     self->runs = 0;
     self->awaits = 0;
+    if (self->host) {
+        self->host->ctx = NULL;
+    }
     Py_CLEAR(self->ctx);
     Py_INCREF(tool);
     Py_SETREF(self->tool, tool);
@@ -2639,9 +2703,126 @@ static PyObject* root_last_exception(FutoInAsyncSteps* bsi)
     return le && le->type == &k_py_object ? le->custom_data : NULL;
 }
 
+/* ---- abandoned flows ----
+ * A root's executing flow that only a call on one of its Python steps can
+ * move on (no timer, sync object, C step or binary() pointer) is idle. For
+ * a full collection, _running holds such roots weakly (_gc_aside()) and the
+ * collector sees the callables their flows keep in step memory: a flow
+ * whose root and step views nobody else holds goes as an asyncio task
+ * waiting on a lost future goes, its cancel handlers run (Steps_finalize). */
+
+static const FutoInIdleHost k_idle_host = {tr_exec, tr_error, tr_loop, tr_repeat, tr_cancel};
+
+typedef struct fragvec
+{
+    pyfrag** v;
+    size_t n, cap;
+    pyfrag* inline_v[32];
+    int oom;
+} fragvec;
+
+static void fragvec_push(void* ctx, void* data)
+{
+    fragvec* fv = ctx;
+    if (fv->n == fv->cap) {
+        size_t cap = fv->cap * 2;
+        pyfrag** v = fv->v == fv->inline_v ? PyMem_RawMalloc(cap * sizeof(*v)) : PyMem_RawRealloc(fv->v, cap * sizeof(*v));
+        if (!v) {
+            fv->oom = 1;
+            return;
+        }
+        if (fv->v == fv->inline_v) {
+            memcpy(v, fv->inline_v, sizeof(fv->inline_v));
+        }
+        fv->v = v;
+        fv->cap = cap;
+    }
+    fv->v[fv->n++] = data;
+}
+
+static int frag_cmp(const void* a, const void* b)
+{
+    const uintptr_t x = (uintptr_t) * (pyfrag* const*)a, y = (uintptr_t) * (pyfrag* const*)b;
+    return x < y ? -1 : x > y;
+}
+
+/* the callables an idle flow keeps in step memory, each once (the engine may
+ * name the same data more than once; root-level ones are on the root's list) */
+static int visit_idle_frags(StepsObject* self, visitproc visit, void* arg)
+{
+    fragvec fv = {NULL, 0, 32, {NULL}, 0};
+    fv.v = fv.inline_v;
+    int rc = 0;
+    if (futoin_steps_idle_in(self->bsi, &k_idle_host, fragvec_push, &fv) && !fv.oom) {
+        qsort(fv.v, fv.n, sizeof(*fv.v), frag_cmp);
+        for (size_t i = 0; i < fv.n && !rc; ++i) {
+            pyfrag* f = fv.v[i];
+            if ((i && f == fv.v[i - 1]) || f->pprev) {
+                continue;
+            }
+            if (f->func) {
+                rc = visit(f->func, arg);
+            }
+            if (!rc && f->onerror) {
+                rc = visit(f->onerror, arg);
+            }
+        }
+    }
+    if (fv.v != fv.inline_v) {
+        PyMem_RawFree(fv.v);
+    }
+    return rc;
+}
+
+/* _gc_aside() -> whether this root's flow is idle and nothing but its
+ * Python steps can move it: then it is aside until _gc_back() */
+static PyObject* Steps_gc_aside(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    const ToolObject* tool = PyObject_TypeCheck(self->tool, &ToolType) ? (ToolObject*)self->tool : NULL;
+    self->gc_aside = self->owns && self->bsi && !self->exported && tool && tool->refs == 0
+                     && !PyObject_GC_IsFinalized((PyObject*)self)
+                     && futoin_steps_idle_in(self->bsi, &k_idle_host, NULL, NULL);
+    return PyBool_FromLong(self->gc_aside);
+}
+
+static PyObject* Steps_gc_back(StepsObject* self, PyObject* unused)
+{
+    (void)unused;
+    self->gc_aside = 0;
+    Py_RETURN_NONE;
+}
+
+/* a root aside that nobody held: its flow is cancelled before it goes (its
+ * cancel handlers run, its promise() is cancelled) */
+static void Steps_finalize(StepsObject* self)
+{
+    if (!self->gc_aside || !self->owns || !self->bsi) {
+        return;
+    }
+    self->gc_aside = 0;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject* before = g_fatal;
+    ++g_entered;
+    self->bsi->api->cancel(self->bsi);
+    --g_entered;
+    if (g_fatal != before && fatal_raise()) {
+        PyErr_WriteUnraisable((PyObject*)self);
+    }
+    PyErr_Restore(et, ev, tb);
+}
+
 static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
 {
     Py_VISIT(self->tool);
+    Py_VISIT(self->root_ref);
+    if (self->gc_aside && self->owns && self->bsi) {
+        int rc = visit_idle_frags(self, visit, arg);
+        if (rc) {
+            return rc;
+        }
+    }
     Py_VISIT(self->model);
     Py_VISIT(self->spent_model);
     Py_VISIT(self->par_root);
@@ -2661,11 +2842,13 @@ static int Steps_traverse(StepsObject* self, visitproc visit, void* arg)
 
 static int Steps_clear(StepsObject* self)
 {
+    Py_CLEAR(self->root_ref);
     Py_CLEAR(self->model);
     Py_CLEAR(self->spent_model);
     Py_CLEAR(self->par_root);
     if (self->ctx) {
         futoin_steps_set_host_data(self->bsi, NULL); /* unreachable: not running */
+        self->host->ctx = NULL;
         Py_CLEAR(self->ctx);
     }
     /* unreachable: its steps never run again (the root is freed next) */
@@ -2689,6 +2872,9 @@ static int Steps_clear(StepsObject* self)
 
 static void Steps_dealloc(StepsObject* self)
 {
+    if (self->gc_aside && PyObject_CallFinalizerFromDealloc((PyObject*)self) < 0) {
+        return; /* its cancel handlers took it again */
+    }
     PyObject_GC_UnTrack(self);
     if (self->link) {
         self->link->view = NULL;
@@ -2720,6 +2906,8 @@ static void Steps_dealloc(StepsObject* self)
     Py_CLEAR(self->par_root);
     Py_CLEAR(self->ctx);
     Py_CLEAR(self->tool);
+    Py_CLEAR(self->root_ref);
+    PyMem_Free(self->host); /* its flow's host data: cleared by root_let_go() */
     PyObject_GC_Del(self);
 }
 
@@ -2778,6 +2966,8 @@ static PyMethodDef Steps_methods[] = {
          "cancel() from another thread: runs cancel() on the loop thread"},
         {"new_instance", (PyCFunction)Steps_new_instance, METH_NOARGS, "a new root on the same tool"},
         {"binary", (PyCFunction)Steps_binary, METH_NOARGS, "address of the FutoInAsyncSteps*"},
+        {"_gc_aside", (PyCFunction)Steps_gc_aside, METH_NOARGS, "for a full collection: an idle root held weakly"},
+        {"_gc_back", (PyCFunction)Steps_gc_back, METH_NOARGS, "after it: held as before"},
         {"root_id", (PyCFunction)Steps_root_id, METH_NOARGS, "rootId() of the binary interface"},
         {"is_same_thread", (PyCFunction)Steps_is_same_thread, METH_NOARGS, "True on the loop thread"},
         {"_free", (PyCFunction)Steps_free, METH_NOARGS, "release a root now"},
@@ -2815,6 +3005,7 @@ static PyTypeObject StepsType = {
         .tp_dealloc = (destructor)Steps_dealloc,
         .tp_traverse = (traverseproc)Steps_traverse,
         .tp_clear = (inquiry)Steps_clear,
+        .tp_finalize = (destructor)Steps_finalize,
         .tp_methods = Steps_methods,
         .tp_getset = Steps_getset,
         .tp_as_number = &Steps_as_number,
@@ -3631,7 +3822,11 @@ static PyObject* mod_wrap(PyObject* m, PyObject* args)
     if (tool == Py_None) {
         tool = tool_object_of(p);
     }
-    return (PyObject*)view_new(p, tool);
+    StepsObject* v = view_new(p, tool);
+    if (v) {
+        view_hold_root(v);
+    }
+    return (PyObject*)v;
 }
 
 static PyObject* mod_is_native(PyObject* m, PyObject* addr)
