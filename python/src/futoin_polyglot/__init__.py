@@ -60,10 +60,11 @@ def _gc_callback(phase: str, info: dict) -> None:
         return
     if phase == "start":
         if _running:
-            idle = [(key, root) for key, root in _running.items() if root._gc_aside()]
+            # a copy: another thread may start a flow meanwhile
+            idle = [(key, root) for key, root in list(_running.items()) if root._gc_aside()]
             for key, root in idle:
                 _aside[key] = weakref.ref(root)
-                del _running[key]
+                _running.pop(key, None)
             # here the roots nobody else held go (each cancelled first)
     elif _aside:
         for key, ref in list(_aside.items()):
