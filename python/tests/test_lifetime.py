@@ -416,3 +416,48 @@ def test_parallel_branches_of_an_abandoned_flow_are_cancelled_with_it(virtual_to
     gc.collect()
     assert ref() is None
     assert log == ["cancelled", "cancelled"]
+
+
+def test_a_collection_on_another_thread_leaves_a_flow_to_its_tools_thread():
+    import threading
+
+    log, refs = [], []
+    idle, collected = threading.Event(), threading.Event()
+
+    def worker():
+        tool = Tool(virtual_time=True)
+        root = AsyncSteps(tool).add(_waiting_step(log))
+        root.execute()
+        tool.run()
+        refs.append(weakref.ref(root))
+        del root
+        idle.set()
+        collected.wait()
+        gc.collect()  # on the thread of its tool: it goes
+
+    t = threading.Thread(target=worker)
+    t.start()
+    idle.wait()
+    gc.collect()  # not the thread of its tool: it stays
+    kept = refs[0]() is not None
+    collected.set()
+    t.join()
+    assert kept
+    assert refs[0]() is None
+    assert log == ["cancelled"]
+
+
+def test_a_flow_waiting_inside_a_mutex_is_kept(virtual_tool):
+    # the Mutex is held for it: the engine, not only its steps, knows of it
+    from futoin_polyglot import Mutex
+
+    log = []
+    root = AsyncSteps(virtual_tool).sync(Mutex(), _waiting_step(log))
+    root.execute()
+    virtual_tool.run()
+    ref = weakref.ref(root)
+    del root
+    gc.collect()
+    assert ref() is not None
+    ref().cancel()
+    assert log == ["cancelled"]
