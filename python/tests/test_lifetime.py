@@ -249,28 +249,32 @@ def _waiting_step(log, keep=None):
     return step
 
 
+def _abandon(make, tool):
+    """the weak reference to a root make() made, once its flow waits and a
+    full collection ran with nobody holding the root"""
+    root = make()
+    root.execute()
+    tool.run()
+    ref = weakref.ref(root)
+    del root
+    gc.collect()
+    return ref
+
+
 def test_an_abandoned_waiting_flow_goes_with_its_root_and_its_cancel_handlers_run(virtual_tool):
     # as an asyncio task waiting on a lost future is collected: nothing
     # holds the root or a step of it, no timer or sync object moves it
     log = []
-    root = AsyncSteps(virtual_tool).add(_waiting_step(log)).add(lambda as_: log.append("next"))
-    root.execute()
-    virtual_tool.run()
-    ref = weakref.ref(root)
-    del root
-    gc.collect()
+    ref = _abandon(lambda: AsyncSteps(virtual_tool).add(_waiting_step(log)).add(lambda as_: log.append("next")),
+                   virtual_tool)
     assert ref() is None
     assert log == ["cancelled"]
 
 
 def test_a_waiting_flow_whose_step_somebody_holds_goes_on(virtual_tool):
     log, keep = [], []
-    root = AsyncSteps(virtual_tool).add(_waiting_step(log, keep)).add(lambda as_: log.append("next"))
-    root.execute()
-    virtual_tool.run()
-    ref = weakref.ref(root)
-    del root
-    gc.collect()
+    ref = _abandon(lambda: AsyncSteps(virtual_tool).add(_waiting_step(log, keep)).add(lambda as_: log.append("next")),
+                   virtual_tool)
     assert ref() is not None
     keep.pop().success()
     virtual_tool.run()
@@ -298,37 +302,83 @@ def test_a_waiting_flow_with_a_timer_or_a_held_root_is_kept(virtual_tool):
 
 
 def test_an_abandoned_flow_in_a_cycle_through_its_steps_goes_too(virtual_tool):
-    # the step's as_ kept in the root's own state and in a closure of a step
-    # still queued: only the collector can tell that nobody else holds them
+    # the step's as_ kept in the root's own state, the root in a closure of
+    # a step still queued: only the collector can tell nobody else holds them
     log = []
-    root = AsyncSteps(virtual_tool)
 
-    def step(as_):
-        as_.state["me"] = as_
-        as_.set_cancel(lambda a: log.append("cancelled"))
-        as_.wait_external()
+    def make():
+        root = AsyncSteps(virtual_tool)
 
-    root.add(step).add(lambda as_: log.append(root))
-    p = root.parallel()
-    p.add(_waiting_step(log, [])).add(_waiting_step(log))
-    root.execute()
-    virtual_tool.run()
-    ref = weakref.ref(root)
-    del root, p, step
-    gc.collect()
+        def step(as_):
+            as_.state["me"] = as_
+            as_.set_cancel(lambda a: log.append("cancelled"))
+            as_.wait_external()
+
+        return root.add(step).add(lambda as_: log.append(root))
+
+    ref = _abandon(make, virtual_tool)
     assert ref() is None
     assert log == ["cancelled"]
 
 
+def test_an_abandoned_flow_held_only_by_its_own_sub_steps_goes_too(virtual_tool):
+    # the root is held by a sub-step's callable and a cancel handler, both in
+    # step memory that only the flow's walk shows the collector
+    log = []
+
+    def make():
+        root = AsyncSteps(virtual_tool)
+        holder = [root]
+
+        def outer(as_):
+            r = holder.pop()
+
+            def inner(as2):
+                as2.set_cancel(lambda a: log.append(r is not None))
+                as2.wait_external()
+
+            as_.add(inner)
+
+        return root.add(outer)
+
+    ref = _abandon(make, virtual_tool)
+    assert ref() is None
+    assert log == [True]
+
+
+def test_parallel_branches_of_an_abandoned_flow_are_cancelled_with_it(virtual_tool):
+    log = []
+
+    def make():
+        root = AsyncSteps(virtual_tool)
+        root.parallel().add(_waiting_step(log)).add(_waiting_step(log))
+        return root
+
+    ref = _abandon(make, virtual_tool)
+    assert ref() is None
+    assert log == ["cancelled", "cancelled"]
+
+
 def test_a_flow_whose_binary_pointer_was_handed_out_is_kept(virtual_tool):
     log = []
-    root = AsyncSteps(virtual_tool).add(_waiting_step(log))
-    root.binary()  # C code may complete its step: only it knows
-    root.execute()
-    virtual_tool.run()
-    ref = weakref.ref(root)
-    del root
-    gc.collect()
+
+    def make():
+        root = AsyncSteps(virtual_tool).add(_waiting_step(log))
+        root.binary()  # C code may complete its step: only it knows
+        return root
+
+    ref = _abandon(make, virtual_tool)
+    assert ref() is not None
+    ref().cancel()
+    assert log == ["cancelled"]
+
+
+def test_a_flow_waiting_inside_a_mutex_is_kept(virtual_tool):
+    # the Mutex is held for it: the engine, not only its steps, knows of it
+    from futoin_polyglot import Mutex
+
+    log = []
+    ref = _abandon(lambda: AsyncSteps(virtual_tool).sync(Mutex(), _waiting_step(log)), virtual_tool)
     assert ref() is not None
     ref().cancel()
     assert log == ["cancelled"]
@@ -377,47 +427,6 @@ def test_a_flow_awaiting_a_future_somebody_holds_is_kept(arun):
     assert arun(main()) == 42
 
 
-def test_an_abandoned_flow_held_only_by_its_own_sub_steps_goes_too(virtual_tool):
-    # the root is held by a sub-step's callable and a cancel handler, both in
-    # step memory that only the flow's walk shows the collector
-    log = []
-    root = AsyncSteps(virtual_tool)
-    holder = [root]
-
-    def outer(as_):
-        r = holder.pop()
-
-        def inner(as2):
-            as2.set_cancel(lambda a: log.append(r is not None))
-            as2.wait_external()
-
-        as_.add(inner)
-
-    root.add(outer)
-    root.execute()
-    virtual_tool.run()
-    ref = weakref.ref(root)
-    del root
-    gc.collect()
-    assert ref() is None
-    assert log == [True]
-
-
-def test_parallel_branches_of_an_abandoned_flow_are_cancelled_with_it(virtual_tool):
-    log = []
-    root = AsyncSteps(virtual_tool)
-    p = root.parallel()
-    p.add(_waiting_step(log))
-    p.add(_waiting_step(log))
-    root.execute()
-    virtual_tool.run()
-    ref = weakref.ref(root)
-    del root, p
-    gc.collect()
-    assert ref() is None
-    assert log == ["cancelled", "cancelled"]
-
-
 def test_a_collection_on_another_thread_leaves_a_flow_to_its_tools_thread():
     import threading
 
@@ -444,20 +453,4 @@ def test_a_collection_on_another_thread_leaves_a_flow_to_its_tools_thread():
     t.join()
     assert kept
     assert refs[0]() is None
-    assert log == ["cancelled"]
-
-
-def test_a_flow_waiting_inside_a_mutex_is_kept(virtual_tool):
-    # the Mutex is held for it: the engine, not only its steps, knows of it
-    from futoin_polyglot import Mutex
-
-    log = []
-    root = AsyncSteps(virtual_tool).sync(Mutex(), _waiting_step(log))
-    root.execute()
-    virtual_tool.run()
-    ref = weakref.ref(root)
-    del root
-    gc.collect()
-    assert ref() is not None
-    ref().cancel()
     assert log == ["cancelled"]
