@@ -373,6 +373,21 @@ def test_a_flow_whose_binary_pointer_was_handed_out_is_kept(virtual_tool):
     assert log == ["cancelled"]
 
 
+def test_a_flow_whose_waiting_step_handed_its_binary_pointer_out_is_kept(virtual_tool):
+    # the step's as_ is not kept: the pointer C holds is all there is
+    log, pointers = [], []
+
+    def step(as_):
+        as_.set_cancel(lambda a: log.append("cancelled"))
+        pointers.append(as_.binary())
+        as_.wait_external()
+
+    ref = _abandon(lambda: AsyncSteps(virtual_tool).add(step), virtual_tool)
+    assert ref() is not None
+    ref().cancel()
+    assert log == ["cancelled"]
+
+
 def test_a_flow_waiting_inside_a_mutex_is_kept(virtual_tool):
     # the Mutex is held for it: the engine, not only its steps, knows of it
     from futoin_polyglot import Mutex

@@ -1544,8 +1544,6 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
     StepsObject* pv = view_new(p, self->tool);
     if (pv) {
         view_hold_root(pv);
-    }
-    if (pv) {
         view_link(pv); /* the caller keeps it */
         if (self->owns) {
             pv->par_root = self;
@@ -2507,9 +2505,10 @@ static PyObject* Steps_binary(StepsObject* self, PyObject* unused)
     if (addr && self->picked_tool) {
         self->picked_tool = 2; /* C may hold it now: the root stays where it is */
     }
-    /* C code may complete it (or a step of its flow): never taken for abandoned */
-    StepsObject* root = self->owns ? self : self->root_ref;
-    if (addr && root) {
+    /* C code may complete it (or a step of its flow): its flow is never
+     * taken for abandoned (a step's view may not be kept: its flow's root) */
+    StepsObject* root = !addr ? NULL : self->owns ? self : root_of_flow(self->bsi);
+    if (root) {
         root->exported = 1;
     }
     return addr;
@@ -2726,7 +2725,8 @@ static void fragvec_push(void* ctx, void* data)
     fragvec* fv = ctx;
     if (fv->n == fv->cap) {
         size_t cap = fv->cap * 2;
-        pyfrag** v = fv->v == fv->inline_v ? PyMem_RawMalloc(cap * sizeof(*v)) : PyMem_RawRealloc(fv->v, cap * sizeof(*v));
+        pyfrag** v = fv->v == fv->inline_v ? PyMem_RawMalloc(cap * sizeof(*v))
+                                           : PyMem_RawRealloc(fv->v, cap * sizeof(*v));
         if (!v) {
             fv->oom = 1;
             return;
