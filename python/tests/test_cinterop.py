@@ -443,6 +443,46 @@ def test_c_step_adds_python_step_via_step_handle(virtual_tool):
     handle.close()
 
 
+def test_an_abandoned_flow_waiting_in_a_step_handle_leaves_the_handle_its_step(virtual_tool):
+    # the StepHandle's step is C code's, not the flow's: the collection that
+    # takes the flow must not take the handle's function with it
+    import gc
+    import weakref
+
+    log = []
+
+    def make_handle():
+        def py_wait(as_):
+            as_.set_cancel(lambda a: log.append("cancelled"))
+            log.append("waits")
+            as_.wait_external()
+
+        return StepHandle(py_wait, virtual_tool), weakref.ref(py_wait)
+
+    handle, func = make_handle()
+    pair = PyStep(handle.execute_callback, handle.data)
+
+    def abandon():
+        root = AsyncSteps(virtual_tool).add(cstep("c_add_python", ctypes.addressof(pair), keep=pair))
+        root.state["me"] = root  # a cycle: the collector, not the refcount, takes it
+        root.execute()
+        virtual_tool.run()
+        return weakref.ref(root)
+
+    ref = abandon()
+    gc.collect()
+    assert ref() is None
+    assert func() is not None
+    assert log == ["waits", "cancelled"]
+    # the handle's step runs again, in another flow
+    root = AsyncSteps(virtual_tool).add(cstep("c_add_python", ctypes.addressof(pair), keep=pair))
+    root.execute()
+    virtual_tool.run()
+    assert log == ["waits", "cancelled", "waits"]
+    root.cancel()
+    handle.close()
+
+
 def test_c_steps_in_parallel_and_loops(virtual_tool):
     as_ = AsyncSteps(virtual_tool)
     as_.state.total = 0

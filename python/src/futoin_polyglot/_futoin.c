@@ -544,6 +544,7 @@ typedef struct pyfrag
     int nreq;    /* how many it requires (missing ones are None) */
     unsigned run; /* a root-level step's: its root's runs when it was added */
     uint8_t root_mem; /* in its root's memory: reused once its run is long over */
+    uint8_t flow_mem; /* in its flow's memory (pyfrag_new()), not a handle's or C code's (the GC may see it) */
     struct pyfrag* next;   /* on its root's frags list (root-level steps) */
     struct pyfrag** pprev; /* NULL when on none */
 } pyfrag;
@@ -732,6 +733,7 @@ static pyfrag* pyfrag_new(StepsObject* self, FutoInAsyncSteps* owner, PyObject* 
     Py_XINCREF(onerror);
     Py_XINCREF(tool);
     f->root_mem = self->owns && owner == self->bsi;
+    f->flow_mem = 1;
     f->func = func;
     f->onerror = onerror;
     f->tool = tool;
@@ -2747,7 +2749,8 @@ static int frag_cmp(const void* a, const void* b)
 }
 
 /* the callables an idle flow keeps in step memory, each once (the engine may
- * name the same data more than once; root-level ones are on the root's list) */
+ * name the same data more than once; root-level ones are on the root's list;
+ * a StepHandle's or fragment()'s belong to their holder, never shown) */
 static int visit_idle_frags(StepsObject* self, visitproc visit, void* arg)
 {
     fragvec fv = {NULL, 0, 32, {NULL}, 0};
@@ -2757,8 +2760,8 @@ static int visit_idle_frags(StepsObject* self, visitproc visit, void* arg)
         qsort(fv.v, fv.n, sizeof(*fv.v), frag_cmp);
         for (size_t i = 0; i < fv.n && !rc; ++i) {
             pyfrag* f = fv.v[i];
-            if ((i && f == fv.v[i - 1]) || f->pprev) {
-                continue;
+            if ((i && f == fv.v[i - 1]) || f->pprev || !f->flow_mem) {
+                continue; /* seen, on the root's list, or held by a handle or C code */
             }
             if (f->func) {
                 rc = visit(f->func, arg);
