@@ -430,8 +430,7 @@ def test_a_flow_awaiting_a_future_somebody_holds_is_kept(arun):
     async def main():
         pending = asyncio.get_running_loop().create_future()
         root = AsyncSteps().add(lambda as_: as_.await_(pending)).add(lambda as_, v: as_.success(v + 1))
-        fut = root.promise()
-        await asyncio.sleep(0)
+        fut = root.promise()  # its first step runs now: it waits for pending
         ref = weakref.ref(root)
         del root
         gc.collect()
@@ -469,3 +468,30 @@ def test_a_collection_on_another_thread_leaves_a_flow_to_its_tools_thread():
     assert kept
     assert refs[0]() is None
     assert log == ["cancelled"]
+
+
+def test_a_flow_awaiting_a_lost_future_goes_as_the_task_awaiting_it_goes(arun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda loop, ctx: None)  # asyncio's "Task was destroyed but it is pending!"
+        log = []
+
+        started = loop.create_future()
+
+        async def waits_forever():
+            started.set_result(None)
+            await loop.create_future()  # nobody else has it
+
+        def step(as_):
+            as_.set_cancel(lambda a: log.append("cancelled"))
+            as_.await_(waits_forever())
+
+        root = AsyncSteps().add(step)
+        fut = root.promise()
+        await started
+        ref = weakref.ref(root)
+        del root
+        gc.collect()
+        return ref() is None, log, fut.cancelled()
+
+    assert arun(main()) == (True, ["cancelled"], True)
