@@ -495,3 +495,27 @@ def test_a_flow_awaiting_a_lost_future_goes_as_the_task_awaiting_it_goes(arun):
         return ref() is None, log, fut.cancelled()
 
     assert arun(main()) == (True, ["cancelled"], True)
+
+
+def test_an_abandoned_flow_of_a_subclass_with_its_own_del_is_kept(virtual_tool):
+    # its __del__ runs first when it goes, before the flow could end: the
+    # collector must not take what the flow still calls
+    log = []
+
+    class Logged(AsyncSteps):
+        __slots__ = ()
+
+        def __del__(self):
+            log.append("del")
+
+    def make():
+        root = Logged(virtual_tool)
+        root.add(_waiting_step(log))
+        root.state["me"] = root  # a cycle: only the collector could take it
+        return root
+
+    ref = _abandon(make, virtual_tool)
+    assert ref() is not None
+    assert log == []
+    ref().cancel()
+    assert log == ["cancelled"]

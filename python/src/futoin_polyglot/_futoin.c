@@ -2777,13 +2777,19 @@ static int visit_idle_frags(StepsObject* self, visitproc visit, void* arg)
     return rc;
 }
 
+static void Steps_finalize(StepsObject* self);
+
 /* _gc_aside() -> whether this root's flow is idle and nothing but its
  * Python steps can move it: then it is aside until _gc_back() */
 static PyObject* Steps_gc_aside(StepsObject* self, PyObject* unused)
 {
     (void)unused;
     const ToolObject* tool = PyObject_TypeCheck(self->tool, &ToolType) ? (ToolObject*)self->tool : NULL;
+    /* only while Steps_finalize() is what runs first when it goes (not a
+     * subclass's __del__): its flow must end before the collector clears
+     * the callables it shows (a root finalized once never again) */
     self->gc_aside = self->owns && self->bsi && !self->exported && tool && tool->refs == 0
+                     && Py_TYPE(self)->tp_finalize == (destructor)Steps_finalize
                      && !PyObject_GC_IsFinalized((PyObject*)self)
                      && futoin_steps_idle_in(self->bsi, &k_idle_host, NULL, NULL);
     return PyBool_FromLong(self->gc_aside);
