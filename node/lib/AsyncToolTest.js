@@ -25,7 +25,11 @@ exports.callLater = function(func, timeout_ms = 0) {
         throw new TypeError('callLater() expects a function');
     }
     const key = next_key++;
-    const e = { f: func, t: N.testNow() + (timeout_ms || 0), _key: key, _h: null };
+    // its keys are futoin-asyncsteps' (f, t): ours are not enumerable
+    const e = Object.defineProperties({ f: func, t: N.testNow() + (timeout_ms || 0) }, {
+        _key: { value: key },
+        _h: { value: null, writable: true },
+    });
     events.set(key, e);
     e._h = N.testLater(key, timeout_ms || 0);
     return e;

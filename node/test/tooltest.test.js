@@ -45,6 +45,17 @@ test('AsyncToolTest keys come in futoin-asyncsteps\' order (the immediate aliase
             'callImmediate', 'cancelImmediate']);
 });
 
+test('an AsyncToolTest event handle has futoin-asyncsteps\' keys: f and t', withTestTool(() => {
+    const f = () => {};
+    const h = AT.callLater(f, 5);
+    assert.deepStrictEqual(Object.keys(h), ['f', 't']);
+    assert.strictEqual(h.f, f);
+    assert.strictEqual(typeof h.t, 'number');
+    assert.strictEqual(AT.getEvents().indexOf(h), 0);
+    AT.cancelCall(h);
+    assert.strictEqual(AT.hasEvents(), false);
+}));
+
 test('nextEvent() with no event queued throws a TypeError, as futoin-asyncsteps', withTestTool(() => {
     assert.strictEqual(AT.hasEvents(), false);
     assert.throws(() => AT.nextEvent(), TypeError);
