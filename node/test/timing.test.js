@@ -783,8 +783,10 @@ test('after an error from outside in a branch, the branch goes on in a setImmedi
  * queued after it), or a step timeout ('timeout', 'immediate' queued by the
  * handler); hop: that branch went on from an event of its own
  * first (it owns the burst then, else the outer branch does, which has a
- * step after the inner parallel) */
-const innerParallelFails = (trace, hop, fail, done) => {
+ * step after the inner parallel); resolves with the trace once it ended */
+const innerParallelFails = (hop, fail) => {
+    const trace = [];
+    const done = deferred();
     $as().add((as) => {
         as.parallel().add((as) => {
             as.add((as) => {
@@ -828,35 +830,27 @@ const innerParallelFails = (trace, hop, fail, done) => {
         });
     }).add((as) => {
         trace.push('after parallel');
-        setImmediate(() => done.resolve());
+        setImmediate(() => done.resolve(trace));
     }).execute();
+    return done.promise;
 };
 
 test('a branch that a handled error from outside in its inner parallel ends goes on in a setImmediate() of its own, the step after its parallel in another, as futoin-asyncsteps', T,
     async () => {
-        const trace = [];
-        const done = deferred();
-        innerParallelFails(trace, true, 'error', done);
-        await done.promise;
-        assert.deepStrictEqual(trace, ['handled Fail', 'threw Fail', 'immediate', 'after parallel']);
+        assert.deepStrictEqual(await innerParallelFails(true, 'error'),
+            ['handled Fail', 'threw Fail', 'immediate', 'after parallel']);
     });
 
 test('a branch that owns the burst goes on inside the error() from outside that its inner parallel\'s handler took, as futoin-asyncsteps', T,
     async () => {
-        const trace = [];
-        const done = deferred();
-        innerParallelFails(trace, false, 'error', done);
-        await done.promise;
-        assert.deepStrictEqual(trace, ['handled Fail', 'branch goes on', 'threw Fail', 'after parallel', 'immediate']);
+        assert.deepStrictEqual(await innerParallelFails(false, 'error'),
+            ['handled Fail', 'branch goes on', 'threw Fail', 'after parallel', 'immediate']);
     });
 
 test('a branch that owns the burst goes on in the timer callback of a step timeout that failed its inner parallel, as futoin-asyncsteps', T,
     async () => {
-        const trace = [];
-        const done = deferred();
-        innerParallelFails(trace, false, 'timeout', done);
-        await done.promise;
-        assert.deepStrictEqual(trace, ['handled Timeout', 'branch goes on', 'immediate', 'after parallel']);
+        assert.deepStrictEqual(await innerParallelFails(false, 'timeout'),
+            ['handled Timeout', 'branch goes on', 'immediate', 'after parallel']);
     });
 
 test('a branch\'s step timeout fails its parallel in the timer callback, and the flow that owns the burst goes on there after the parallel\'s handler, as futoin-asyncsteps', T,
