@@ -446,10 +446,7 @@ static StepsObject* view_new(FutoInAsyncSteps* bsi, PyObject* tool)
     v->runs = 0;
     v->awaits = 0;
     v->ctx = NULL;
-    v->gc_aside = 0;
-    v->exported = 0;
-    v->host = NULL;
-    v->root_ref = NULL;
+    /* root_ref: NULL (a spare gave it up); gc_aside, exported, host: roots' only */
     return v;
 }
 
