@@ -1551,14 +1551,14 @@ static void host_loop_body_spends_burst(void** state)
     FutoInAsyncSteps* bsi;
     while ((bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL))) {
         if (taken++ == 0) {
-            assert_int_equal(futoin_tool_host_budget(bsi), 8); /* the repeat and this body ran */
+            assert_int_equal(futoin_tool_host_budget(bsi), 9); /* the repeat step with its first body ran */
             futoin_tool_host_spend(bsi, 5);
-            assert_int_equal(futoin_tool_host_budget(bsi), 3);
+            assert_int_equal(futoin_tool_host_budget(bsi), 4);
             assert_null(futoin_tool_host_follow(bsi));
         }
         futoin_tool_host_done(bsi);
     }
-    assert_int_equal(taken, 4); /* 1 + the 3 left of the burst of 10 */
+    assert_int_equal(taken, 5); /* 1 + the 4 left of the burst of 10 */
     r->api->cancel(r);
     futoin_tool_set_burst(g_fx.tool, 100);
 }
@@ -1575,9 +1575,9 @@ static void host_loop_body_runs_iterations(void** state)
     size_t i = 99;
     assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);
     assert_int_equal(i, 0);
-    assert_int_equal(futoin_tool_host_loop_room(bsi), 8); /* the burst: the repeat and this body ran */
+    assert_int_equal(futoin_tool_host_loop_room(bsi), 9); /* the burst: the repeat step with this body ran */
     futoin_tool_host_loop_ran(bsi, 3); /* iterations 1..3 */
-    assert_int_equal(futoin_tool_host_loop_room(bsi), 5);
+    assert_int_equal(futoin_tool_host_loop_room(bsi), 6);
     assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);
     assert_int_equal(i, 3);
     futoin_tool_host_done(bsi);
@@ -1594,9 +1594,9 @@ static void host_loop_body_runs_iterations(void** state)
     futoin_tool_iterate(g_fx.tool, 0);
     bsi = futoin_tool_host_next(g_fx.tool, NULL, NULL);
     assert_int_equal(futoin_tool_host_kind(bsi, &i), FUTOIN_HOST_REPEAT);
-    assert_int_equal(i, 9);
-    assert_int_equal(futoin_tool_host_loop_room(bsi), 10); /* not the burst: 10..19 are left */
-    futoin_tool_host_loop_ran(bsi, 10);
+    assert_int_equal(i, 10);
+    assert_int_equal(futoin_tool_host_loop_room(bsi), 9); /* not the burst: 11..19 are left */
+    futoin_tool_host_loop_ran(bsi, 9);
     futoin_tool_host_done(bsi);
     assert_null(futoin_tool_host_next(g_fx.tool, NULL, NULL)); /* the repeat is done */
     assert_trace(""); /* no unhandled error */

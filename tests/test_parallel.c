@@ -208,6 +208,71 @@ static void parallel_after_error_not_started(void** state)
     assert_trace("unhandled:E:info");
 }
 
+/* the C++ reference's parallel tests (tests/asyncsteps.test.cpp, NitroSteps):
+ * at a burst of 1 each branch takes one step per turn, and a loop step runs
+ * its first iteration in its own turn */
+static int g_fail_12;
+
+static void cpp_fail(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    trace("12");
+    bsi->api->handle_error(bsi, "MyError", NULL);
+}
+
+static void cpp_branch(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)a;
+    static const char* const sub[][2] = {{"11", "12"}, {"21", "22"}, {"31", "32"}};
+    int n = (int)(uintptr_t)d;
+    trace("%d", n);
+    bsi->api->add(bsi, (void*)sub[n - 1][0], f_trace, NULL);
+    bsi->api->add(bsi, (void*)sub[n - 1][1], n == 1 && g_fail_12 ? cpp_fail : f_trace, NULL);
+}
+
+static void cpp_repeat(FutoInAsyncSteps* bsi, void* d, size_t i)
+{
+    (void)bsi;
+    (void)d;
+    trace("%d", 40 + (int)i);
+}
+
+static void cpp_parallel_eh(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("0:%s", code);
+    bsi->api->success(bsi, NULL);
+}
+
+static void cpp_parallel(int branches, size_t iterations, int fail_12)
+{
+    g_fail_12 = fail_12;
+    futoin_tool_set_burst(g_fx.tool, 1);
+    FutoInAsyncSteps* p = g_fx.root->api->parallel(g_fx.root, NULL, cpp_parallel_eh);
+    for (int n = 1; n <= branches; ++n) {
+        p->api->add(p, (void*)(uintptr_t)n, cpp_branch, NULL);
+    }
+    p->api->repeat(p, NULL, iterations, cpp_repeat, NULL);
+    g_fx.root->api->add(g_fx.root, "done", f_trace, NULL);
+}
+
+static void burst_of_one_interleaves_as_the_cpp_reference(void** state)
+{
+    (void)state;
+    cpp_parallel(3, 3, 0);
+    run_root();
+    assert_trace("1|2|3|40|11|21|31|41|12|22|32|42|done");
+}
+
+static void burst_of_one_fails_as_the_cpp_reference(void** state)
+{
+    (void)state;
+    cpp_parallel(2, 2, 1);
+    run_root();
+    assert_trace("1|2|40|11|21|41|12|0:MyError|done");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +287,8 @@ int main(void)
             T(nested_parallel_not_started_no_cancel),
             T(root_cancel_reaches_branches),
             T(parallel_after_error_not_started),
+            T(burst_of_one_interleaves_as_the_cpp_reference),
+            T(burst_of_one_fails_as_the_cpp_reference),
     };
     return cmocka_run_group_tests_name("parallel", tests, NULL, NULL);
 }

@@ -267,7 +267,8 @@ enum fflags
     F_EH_USED = 1 << 3,
     F_LOCKED = 1 << 4,   /* FK_SYNC: lock acquired */
     F_BREAK = 1 << 5,    /* FK_LOOP/REPEAT: leave after the current children */
-    F_DEFER = 1 << 6     /* futoin_steps_defer_after(): off the fast path, post_exec() clears it */
+    F_DEFER = 1 << 6,    /* futoin_steps_defer_after(): off the fast path, post_exec() clears it */
+    F_FRESH = 1 << 7     /* FK_LOOP/REPEAT: its first iteration is part of the loop step's own turn */
 };
 
 typedef struct falloc

@@ -679,6 +679,7 @@ static void step_exec(fstrand* st, fstep* c)
     case FK_REPEAT:
         fargs_reset(&st->out_args);
         c->state = FS_SUB;
+        c->flags |= F_FRESH;
         break;
     case FK_SYNC: {
         c->state = FS_SUB;
@@ -760,13 +761,18 @@ static int loop_run(fstrand* st, fstep* f, uint32_t* budget)
             step_complete(st, f);
             return R_CONT;
         }
-        if (FTN_UNLIKELY(*budget == 0)) {
+        if (f->flags & F_FRESH) {
+            /* the loop step took the turn: its first iteration runs in it,
+             * as the C++ reference's loop step runs its body at once */
+            f->flags &= (uint16_t)~F_FRESH;
+        } else if (FTN_UNLIKELY(*budget == 0)) {
             st->top = f;
             step_put(fl->tool, c);
             strand_yield(st);
             return R_STOP;
+        } else {
+            --*budget;
         }
-        --*budget;
         if (FTN_UNLIKELY(!fargs_empty(&st->out_args))) {
             fargs_reset(&st->out_args); /* loop bodies take no arguments */
         }
