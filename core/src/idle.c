@@ -118,17 +118,18 @@ static int flow_walk(fflow* fl, const FutoInIdleHost* h, void (*each)(void* ctx,
     }
 }
 
-int futoin_steps_idle_in(FutoInAsyncSteps* root, const FutoInIdleHost* host, void (*each)(void* ctx, void* data),
-                         void* ctx)
+/* the flow of a live root of this library, NULL for anything else */
+static fflow* root_flow(FutoInAsyncSteps* root)
 {
-    if (!root || !host || !host->exec || !futoin_steps_is_native(root)) {
-        return 0;
+    if (!root || !futoin_steps_is_native(root)) {
+        return NULL;
     }
-    fstep* r = fstep_of(root);
-    if (r->kind != FK_ROOT || r->state == FS_FREE) {
-        return 0;
-    }
-    fflow* fl = r->flow;
+    const fstep* r = fstep_of(root);
+    return r->kind == FK_ROOT && r->state != FS_FREE ? r->flow : NULL;
+}
+
+static int flow_idle(fflow* fl, const FutoInIdleHost* host, void (*each)(void* ctx, void* data), void* ctx)
+{
     const FutoInAsyncTool* t = fl->tool;
     if (!(fl->flags & FL_RUNNING) || (fl->flags & (FL_CANCEL_REQ | FL_FREE_REQ)) || fl->depth || fl->host_queued
         || t->dying || !ftool_is_loop_thread(fl->tool)) {
@@ -144,17 +145,21 @@ int futoin_steps_idle_in(FutoInAsyncSteps* root, const FutoInIdleHost* host, voi
     return 1;
 }
 
+int futoin_steps_idle_in(FutoInAsyncSteps* root, const FutoInIdleHost* host, void (*each)(void* ctx, void* data),
+                         void* ctx)
+{
+    fflow* fl = root_flow(root);
+    return fl && host && host->exec && flow_idle(fl, host, each, ctx);
+}
+
 int futoin_steps_host_idle(FutoInAsyncSteps* root, FutoInAsyncSteps_cancel_callback cancel,
                            void (*each)(void* ctx, void* data), void* ctx)
 {
-    if (!root || !futoin_steps_is_native(root)) {
+    fflow* fl = root_flow(root);
+    if (!fl || !fl->tool->host_exec) {
         return 0;
     }
-    const fstep* r = fstep_of(root);
-    if (r->kind != FK_ROOT || r->state == FS_FREE) {
-        return 0;
-    }
-    const FutoInAsyncTool* t = r->flow->tool;
+    const FutoInAsyncTool* t = fl->tool;
     const FutoInIdleHost h = {t->host_exec, t->host_eh, t->host_loop, t->host_repeat, cancel};
-    return futoin_steps_idle_in(root, &h, each, ctx);
+    return flow_idle(fl, &h, each, ctx);
 }

@@ -363,7 +363,6 @@ typedef struct pyhost
 {
     uint64_t magic;
     StepsObject* root; /* borrowed: the root clears the host data before it goes */
-    PyObject* ctx;     /* borrowed: root->ctx */
 } pyhost;
 
 #define PYHOST_MAGIC 0x70794675746f496eULL
@@ -1049,7 +1048,6 @@ static int flowctx_capture(StepsObject* root)
         root->host->root = root;
     }
     futoin_steps_set_host_data(root->bsi, root->host);
-    root->host->ctx = ctx;
     Py_XSETREF(root->ctx, ctx);
     return 0;
 }
@@ -1073,8 +1071,8 @@ static PyObject* ctx_enter(PyObject* ctx)
 /* around one callback of the flow: its context entered, unless it has none */
 static PyObject* flowctx_enter(FutoInAsyncSteps* bsi)
 {
-    const pyhost* h = futoin_steps_host_data(bsi);
-    return ctx_enter(h && h->magic == PYHOST_MAGIC ? h->ctx : NULL);
+    const StepsObject* root = root_of_flow(bsi);
+    return ctx_enter(root ? root->ctx : NULL);
 }
 
 static void flowctx_exit(PyObject* ctx)
@@ -2598,9 +2596,6 @@ static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
     self->spare = NULL;
     self->runs = 0;
     self->awaits = 0;
-    if (self->host) {
-        self->host->ctx = NULL;
-    }
     Py_CLEAR(self->ctx);
     Py_INCREF(tool);
     Py_SETREF(self->tool, tool);
@@ -2854,7 +2849,6 @@ static int Steps_clear(StepsObject* self)
     Py_CLEAR(self->par_root);
     if (self->ctx) {
         futoin_steps_set_host_data(self->bsi, NULL); /* unreachable: not running */
-        self->host->ctx = NULL;
         Py_CLEAR(self->ctx);
     }
     /* unreachable: its steps never run again (the root is freed next) */
