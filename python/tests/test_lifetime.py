@@ -261,6 +261,20 @@ def _abandon(make, tool):
     return ref
 
 
+async def _promise_abandoned(make, started=None):
+    """the promise of a root make() made, and a weak reference to that root
+    once its flow waits (after `started`, if given) and a full collection
+    ran with nobody holding the root"""
+    root = make()
+    fut = root.promise()
+    if started is not None:
+        await started
+    ref = weakref.ref(root)
+    del root
+    gc.collect()
+    return fut, ref
+
+
 def test_an_abandoned_waiting_flow_goes_with_its_root_and_its_cancel_handlers_run(virtual_tool):
     # as an asyncio task waiting on a lost future is collected: nothing
     # holds the root or a step of it, no timer or sync object moves it
@@ -409,12 +423,7 @@ def test_an_abandoned_flow_under_asyncio_goes_and_its_promise_is_cancelled(arun)
             as_.wait_external()
             ran.set_result(None)
 
-        root = AsyncSteps().add(step)
-        fut = root.promise()
-        await ran
-        ref = weakref.ref(root)
-        del root
-        gc.collect()
+        fut, ref = await _promise_abandoned(lambda: AsyncSteps().add(step), ran)
         assert ref() is None
         assert log == ["cancelled"]
         try:
@@ -429,11 +438,9 @@ def test_an_abandoned_flow_under_asyncio_goes_and_its_promise_is_cancelled(arun)
 def test_a_flow_awaiting_a_future_somebody_holds_is_kept(arun):
     async def main():
         pending = asyncio.get_running_loop().create_future()
-        root = AsyncSteps().add(lambda as_: as_.await_(pending)).add(lambda as_, v: as_.success(v + 1))
-        fut = root.promise()  # its first step runs now: it waits for pending
-        ref = weakref.ref(root)
-        del root
-        gc.collect()
+        # its first step runs in promise(): it waits for pending
+        fut, ref = await _promise_abandoned(
+            lambda: AsyncSteps().add(lambda as_: as_.await_(pending)).add(lambda as_, v: as_.success(v + 1)))
         assert ref() is not None
         pending.set_result(41)
         return await fut
@@ -486,12 +493,7 @@ def test_a_flow_awaiting_a_lost_future_goes_as_the_task_awaiting_it_goes(arun):
             as_.set_cancel(lambda a: log.append("cancelled"))
             as_.await_(waits_forever())
 
-        root = AsyncSteps().add(step)
-        fut = root.promise()
-        await started
-        ref = weakref.ref(root)
-        del root
-        gc.collect()
+        fut, ref = await _promise_abandoned(lambda: AsyncSteps().add(step), started)
         return ref() is None, log, fut.cancelled()
 
     assert arun(main()) == (True, ["cancelled"], True)
