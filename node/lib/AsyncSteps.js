@@ -266,7 +266,10 @@ const signalError = (name, top) => {
         return new Error(name);
     }
     let e;
-    Error.stackTraceLimit = 0;
+    // not a number: V8 walks no frame at all for the Error itself (0 still
+    // summarizes this optimized frame) and leaves it no stack, which
+    // captureStackTrace() gives it next (production: the message alone)
+    Error.stackTraceLimit = isProduction ? 0 : undefined;
     try {
         e = new Error(name);
     } finally {
