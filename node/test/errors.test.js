@@ -120,6 +120,30 @@ test('NODE_ENV=production: the Error of as.error() carries no frames, Error.stac
     assert.strictEqual(after, before);
 });
 
+test('as.error() with a read-only Error.stackTraceLimit (frozen intrinsics) still raises its code', () => {
+    // the Error's frames are captured with the limit changed meanwhile: a
+    // limit that cannot change must not turn the error into a TypeError
+    const script = `
+        'use strict';
+        Object.defineProperty(Error, 'stackTraceLimit', { value: 10, writable: false });
+        const $as = require(${JSON.stringify(require('./helpers').IMPL)});
+        const out = [];
+        $as().add((as) => as.error('Boom', 'info'), (as, err) => {
+            const e = as.state.last_exception;
+            out.push(err, as.state.error_info, e instanceof Error && e.message, e.stack.split('\\n')[0]);
+        }).execute();
+        process.once('beforeExit', () => console.log(JSON.stringify(out)));
+    `;
+    for (const NODE_ENV of ['development', 'production']) {
+        const res = require('child_process').spawnSync(process.execPath, ['-e', script], {
+            env: { ...process.env, NODE_ENV },
+            encoding: 'utf8',
+        });
+        assert.strictEqual(res.status, 0, res.stderr);
+        assert.deepStrictEqual(JSON.parse(res.stdout), ['Boom', 'info', 'Boom', 'Error: Boom'], NODE_ENV);
+    }
+});
+
 test('error_info is undefined when as.error() has none; any value is kept as is', T, async () => {
     const root = $as();
     root.state.error_info = 'stale';
