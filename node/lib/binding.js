@@ -18,8 +18,11 @@ try {
     process.dlopen(m, file);
     binding = m.exports;
 } catch (e) {
-    e.message = `futoin-polyglot: the native addon is not built (run "npm run build" in ${
-        path.join(__dirname, '..')}): ${e.message}`;
+    e.message = e.code === 'ERR_DLOPEN_DISABLED' ?
+        `futoin-polyglot: its engine is a native addon, and native addons are disabled in this process ` +
+            `(node --no-addons, or a worker started with it in execArgv): ${e.message}` :
+        `futoin-polyglot: the native addon is not built (run "npm run build" in ${
+            path.join(__dirname, '..')}): ${e.message}`;
     throw e;
 }
 

@@ -597,4 +597,15 @@ if (isPolyglot) {
             assert.throws(() => native.wrap(unmapped), TypeError);
         }
     });
+
+    test('with native addons disabled (node --no-addons) require() says so, not that the addon is not built', () => {
+        const res = spawnSync(process.execPath, ['--no-addons', '-e', `
+            try { require(${JSON.stringify(IMPL)}); } catch (e) { console.log(JSON.stringify([e.code, e.message])); }
+        `], { encoding: 'utf8' });
+        assert.strictEqual(res.status, 0, res.stderr);
+        const [code, message] = JSON.parse(res.stdout);
+        assert.strictEqual(code, 'ERR_DLOPEN_DISABLED');
+        assert.match(message, /^futoin-polyglot: .*native addons are disabled.*--no-addons/);
+        assert.doesNotMatch(message, /not built/);
+    });
 }
