@@ -12,6 +12,7 @@ hang guard: a broken build must fail a test instead of stalling the suite.
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 
@@ -19,16 +20,26 @@ import pytest
 # hanging the whole run; no test depends on how fast anything completes.
 HANG_GUARD_S = 30.0
 
+# the event loops every asyncio test runs on: asyncio's own, and uvloop (a
+# test dependency, python/pyproject.toml), which many asyncio programs use
+# instead: the driver must use only the public loop API
+LOOP_RUNNERS = {"asyncio": asyncio.run}
+if sys.platform != "win32":  # uvloop has no Windows build
+    import uvloop
 
-def run_async(coro):
-    """Run ``coro`` on a fresh asyncio loop, failing (not hanging) on a bug."""
+    LOOP_RUNNERS["uvloop"] = uvloop.run
+
+
+def run_async(coro, runner=asyncio.run):
+    """Run ``coro`` on a fresh event loop, failing (not hanging) on a bug."""
 
     async def guarded():
         return await asyncio.wait_for(coro, HANG_GUARD_S)
 
-    return asyncio.run(guarded())
+    return runner(guarded())
 
 
-@pytest.fixture
-def arun():
-    return run_async
+@pytest.fixture(params=sorted(LOOP_RUNNERS))
+def arun(request):
+    runner = LOOP_RUNNERS[request.param]
+    return lambda coro: run_async(coro, runner)

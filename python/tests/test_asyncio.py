@@ -13,6 +13,23 @@ import futoin_polyglot as fp
 from futoin_polyglot import AsyncSteps, FutoInError, Tool, errors
 
 
+def test_flows_run_on_each_event_loop(arun, request):
+    # arun runs every asyncio test on asyncio's loop and on uvloop: each is
+    # the loop the flow's steps and timers run on
+    kind = request.node.callspec.params["arun"]
+
+    async def main():
+        loop = asyncio.get_running_loop()
+
+        def step(as_):
+            as_.set_timeout(10_000)
+            loop.call_soon(as_.success, type(asyncio.get_running_loop()).__module__)
+
+        return await AsyncSteps().add(step)
+
+    assert arun(main()).split(".")[0] == kind
+
+
 @pytest.mark.parametrize(
     "values, expected",
     [((), None), ((5,), 5), (("a", "b"), ("a", "b")), ((1, 2, 3, 4, 5), (1, 2, 3, 4, 5))],
