@@ -480,6 +480,7 @@ const doneWaiting = (root, h) => {
  * timers) sets them here: the C scheduler's timers keep real time. A
  * wrapper of Node's own timers (an instrumenting agent) changes nothing. */
 const NODE_SET_TIMEOUT = require('timers').setTimeout;
+const NODE_CLEAR_TIMEOUT = require('timers').clearTimeout; // not the global: a fake one knows no Node timer
 const CALL_LATER = AsyncTool.callLater;
 const CANCEL_CALL = AsyncTool.cancelCall;
 const NO_CANCEL = () => {};
@@ -490,7 +491,7 @@ let NodeTimeout = null;
 const nodeTimeoutClass = () => {
     if (NodeTimeout === null) {
         const t = NODE_SET_TIMEOUT(NO_CANCEL, 0);
-        clearTimeout(t);
+        NODE_CLEAR_TIMEOUT(t);
         NodeTimeout = t.constructor;
     }
     return NodeTimeout;
