@@ -8,8 +8,21 @@ const test = require('node:test');
 const assert = require('node:assert');
 const { $as, deferred, isPolyglot, T } = require('./helpers');
 
+/* the mocked global setTimeout(): Node 20.11+ takes the APIs in an object,
+ * Node 18 and early 20 as an array */
+const mockSetTimeout = (t) => {
+    try {
+        t.mock.timers.enable({ apis: ['setTimeout'] });
+    } catch (e) {
+        if (e.code !== 'ERR_INVALID_ARG_TYPE') {
+            throw e;
+        }
+        t.mock.timers.enable(['setTimeout']);
+    }
+};
+
 test('a step timeout fires when mocked timers reach it', T, async (t) => {
-    t.mock.timers.enable({ apis: ['setTimeout'] });
+    mockSetTimeout(t);
     const trace = [];
     const done = deferred();
     $as()
@@ -34,7 +47,7 @@ test('a step timeout fires when mocked timers reach it', T, async (t) => {
 });
 
 test('a step completed before its mocked timeout goes on without a Timeout', T, async (t) => {
-    t.mock.timers.enable({ apis: ['setTimeout'] });
+    mockSetTimeout(t);
     const trace = [];
     const done = deferred();
     $as()
@@ -68,7 +81,7 @@ test('a step completed before its mocked timeout goes on without a Timeout', T, 
 });
 
 test('a mocked step timeout of a parallel branch fails the parallel', T, async (t) => {
-    t.mock.timers.enable({ apis: ['setTimeout'] });
+    mockSetTimeout(t);
     const trace = [];
     const done = deferred();
     const root = $as();
@@ -93,7 +106,7 @@ test('a mocked step timeout of a parallel branch fails the parallel', T, async (
 });
 
 test('a mocked timeout of a step whose sub-steps complete it does not fire', T, async (t) => {
-    t.mock.timers.enable({ apis: ['setTimeout'] });
+    mockSetTimeout(t);
     const trace = [];
     const done = deferred();
     $as()
@@ -113,6 +126,46 @@ test('a mocked timeout of a step whose sub-steps complete it does not fire', T, 
     await done.promise;
     t.mock.timers.tick(2000);
     assert.deepStrictEqual(trace, ['sub']);
+});
+
+test('fake timers get back only their own handles: the engine never clears a timer of Node with them', () => {
+    // the engine told a fake setTimeout() from Node's own by a timer of
+    // Node's, which it cleared with the global (fake) clearTimeout(): Node 18's
+    // mock.timers then lost its queued timers; a fresh process, as that
+    // happens the first time only
+    const script = `
+        const own = new Set();
+        const foreign = [];
+        const queued = [];
+        globalThis.setTimeout = function fakeSetTimeout(fn, ms) {
+            const h = { ms };
+            own.add(h);
+            queued.push([h, fn]);
+            return h;
+        };
+        globalThis.clearTimeout = function fakeClearTimeout(h) {
+            if (!own.delete(h)) {
+                foreign.push(String(h && h.constructor && h.constructor.name));
+            }
+        };
+        const $as = require(${JSON.stringify(require('./helpers').IMPL)});
+        const trace = [];
+        $as().add((as) => {
+            as.setTimeout(1000);
+        }, (as, err) => {
+            trace.push(err);
+        }).execute();
+        // the fake clock reaches the step timeout
+        for (const [h, fn] of queued.splice(0)) {
+            if (own.delete(h) && h.ms === 1000) {
+                fn();
+            }
+        }
+        process.once('beforeExit', () => console.log(JSON.stringify({ trace, foreign })));
+    `;
+    const res = require('child_process').spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.deepStrictEqual(JSON.parse(res.stdout), { trace: ['Timeout'], foreign: [] });
 });
 
 test('a wrapper of Node\'s own setTimeout() keeps step timeouts working', T, async (t) => {

@@ -7,7 +7,7 @@
  * the behaviour of the reference library futoin-asyncsteps 2.5; to check the
  * suite itself against the reference, point FUTOIN_TEST_IMPL at a copy of it:
  *
- *   FUTOIN_TEST_IMPL=/tmp/ref/node_modules/futoin-asyncsteps node --test test/
+ *   FUTOIN_TEST_IMPL=/tmp/ref/node_modules/futoin-asyncsteps node --test test/*.test.js
  *
  * Tests of futoin-polyglot's own extensions (futoin-polyglot/native) are only
  * registered when the package under test is futoin-polyglot.

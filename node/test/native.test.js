@@ -450,7 +450,11 @@ if (isPolyglot) {
         const got = await runFlow((as) => {
             as.add((as) => {
                 as.success(u);
-                ab.resize(0);
+                if (typeof ab.resize === 'function') {
+                    ab.resize(0);
+                } else {
+                    structuredClone(ab, { transfer: [ab] }); // Node 18: no resizable buffers
+                }
             });
             as.add(native.cstep(lib, 't_describe'));
             as.add((as, desc, back) => seen.push([desc, back === u, u.length]));
