@@ -20,7 +20,7 @@ try {
 } catch (e) {
     e.message = e.code === 'ERR_DLOPEN_DISABLED' ?
         `futoin-polyglot: its engine is a native addon, and native addons are disabled in this process ` +
-            `(node --no-addons, or a worker started with it in execArgv): ${e.message}` :
+            `(node --no-addons, the permission model without --allow-addons, or a worker started so): ${e.message}` :
         `futoin-polyglot: the native addon is not built (run "npm run build" in ${
             path.join(__dirname, '..')}): ${e.message}`;
     throw e;
