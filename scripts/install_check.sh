@@ -15,6 +15,17 @@ cc -std=c11 -Wall -Wextra -Werror "$work/quickstart.c" -I"$work/prefix/include" 
    -lfutoin_polyglot -lpthread -Wl,-rpath,"$libdir" -o "$work/qs_plain"
 test "$("$work/qs_plain")" = "hello, world"
 
+# the static archive links without LTO too (its objects carry machine code,
+# not only the compiler's LTO bytecode), as with another compiler
+cc -std=c11 -fno-lto "$work/quickstart.c" -I"$work/prefix/include" "$libdir/libfutoin_polyglot.a" -lpthread \
+   -o "$work/qs_static_nolto"
+test "$("$work/qs_static_nolto")" = "hello, world"
+if command -v clang >/dev/null; then
+  clang -std=c11 "$work/quickstart.c" -I"$work/prefix/include" "$libdir/libfutoin_polyglot.a" -lpthread \
+     -o "$work/qs_static_clang"
+  test "$("$work/qs_static_clang")" = "hello, world"
+fi
+
 PKG_CONFIG_PATH="$libdir/pkgconfig" cc -std=c11 "$work/quickstart.c" \
    $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs futoin_polyglot) -lpthread \
    -Wl,-rpath,"$libdir" -o "$work/qs_pc"
@@ -39,4 +50,4 @@ test "$("$work/cm/b/qs_static")" = "hello, world"
 extra=$(nm -D --defined-only "$libdir/libfutoin_polyglot.so" | awk '$2=="T"{print $3}' | grep -v '^futoin_' || true)
 test -z "$extra" || { echo "unexpected exported symbols: $extra"; exit 1; }
 readelf -d "$libdir/libfutoin_polyglot.so" | grep -q 'SONAME.*libfutoin_polyglot.so.1'
-echo "install check: plain, pkg-config, find_package (shared and static) all print 'hello, world'"
+echo "install check: plain, static without LTO, pkg-config, find_package (shared and static) all print 'hello, world'"
