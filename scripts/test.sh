@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run all tests: warnings-as-errors build + ctest (unit tests, conformance),
-# install/quickstart check, valgrind, then everything again under ASan+UBSan.
+# install/quickstart check, the same with clang, valgrind, then everything
+# again under ASan+UBSan.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,6 +15,12 @@ ctest --test-dir build/ci --output-on-failure -j "$jobs"
 
 echo "== install, pkg-config and find_package"
 ./scripts/install_check.sh build/ci
+
+echo "== clang build (warnings are errors), unit tests and conformance"
+CC=clang CXX=clang++ cmake -S . -B build/clang -G Ninja -DFUTOIN_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DFUTOIN_BUILD_BENCH=OFF >/dev/null
+cmake --build build/clang -j "$jobs"
+ctest --test-dir build/clang --output-on-failure -j "$jobs"
 
 echo "== valgrind (leaks and memory errors)"
 for t in build/ci/tests/test_*; do

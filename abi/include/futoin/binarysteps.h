@@ -23,6 +23,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__cplusplus) && defined(__clang__)
+/* anonymous structs inside anonymous unions: standard C11, an extension in
+ * C++ that __extension__ does not quiet for clang++ -pedantic */
+#    pragma clang diagnostic push
+#    pragma clang diagnostic ignored "-Wnested-anon-types"
+#endif
 
 typedef struct FutoInAsyncStepsAPI_ FutoInAsyncStepsAPI;
 typedef struct FutoInAsyncSteps_ FutoInAsyncSteps;
@@ -253,6 +259,9 @@ struct FutoInSync_
     /* NOTE: extendable by implementation */
 };
 
+#if defined(__cplusplus) && defined(__clang__)
+#    pragma clang diagnostic pop
+#endif
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
