@@ -266,23 +266,23 @@ const signalError = (name, top) => {
         return new Error(name);
     }
     let e;
+    let frozen = false;
     try {
         // not a number: V8 walks no frame at all for the Error itself (0
         // still summarizes this optimized frame) and leaves it no stack,
         // which captureStackTrace() gives it next (production: the message alone)
         Error.stackTraceLimit = isProduction ? 0 : undefined;
     } catch {
-        // frozen intrinsics: the limit stays, and so do the frames
-        e = new Error(name);
-        Error.captureStackTrace(e, top || signalError);
-        return e;
+        frozen = true; // frozen intrinsics: the limit stays, and so do the frames
     }
     try {
         e = new Error(name);
     } finally {
-        Error.stackTraceLimit = limit;
+        if (!frozen) {
+            Error.stackTraceLimit = limit;
+        }
     }
-    if (!isProduction) {
+    if (!isProduction || frozen) {
         Error.captureStackTrace(e, top || signalError);
     }
     return e;
