@@ -29,6 +29,7 @@ const F_DONE = 4;
 const F_BATCH = 128; // a batch of steps ran: BATCH more than one (JS_F_BATCH)
 const F_MERGED = 256; // JS only: its one sub-step ran as part of its step (mergeInner)
 const F_ITERS = 1024; // a loop body ran SH_ITER more iterations of its loop (JS_F_ITERS)
+const F_AWAIT = 4096; // JS only: its await() made the step itself wait (awaitImpl)
 const F_OUT = 8192; // JS only: a cancel handler's interface, its step completes no more
 const F_THREW = 16384; // JS only: its callback failed (with F_DONE): its state stays until it ends
 
@@ -81,6 +82,7 @@ const SH_TICKET = reg.SH_TICKET; // after a success() from outside: the ticket o
 // and its root
 let CUR = -1;
 let CUR_ROOT = null;
+let STEP_H = -1; // the step whose callback started last (stepStarts()), -1 in an error handler
 // the step whose callback cancelled its own flow: out of service from then
 // on, as in futoin-asyncsteps (a number: no write barrier per step)
 let CANCELLED_H = -1;
@@ -833,10 +835,12 @@ const awaitImpl = (asi, root, promise, onerror) => {
     promise.then(
         (result) => {
             if (step_as) {
-                if (isLiveAs(step_as)) {
+                const as = step_as;
+                step_as = null; // not kept by the async_stack that holds its step function
+                if (isLiveAs(as)) {
                     // the flow goes on in this promise reaction, as in
                     // futoin-asyncsteps, not a loop turn (or test event) later
-                    inReaction(own, root, goOn, N.awaited(step_as._h, result));
+                    inReaction(own, root, goOn, N.awaited(as._h, result));
                 }
             } else if (step_as === undefined) {
                 complete = (as) => {
@@ -872,9 +876,10 @@ const awaitImpl = (asi, root, promise, onerror) => {
     );
     // its step function is ours: a new closure each time, whose arity a
     // check would read from V8's runtime
-    const add = asi instanceof AsyncStepProtector ? (checkOnError(asi, onerror), asi._add) : asi.add;
-    add.call(asi, (as) => {
-        if (complete) {
+    const inner = (as) => {
+        if (as === undefined) {
+            step_as = undefined; // awaitSubstep(): the step is a sub-step after all
+        } else if (complete) {
             complete(as);
         } else {
             step_as = as;
@@ -893,7 +898,50 @@ const awaitImpl = (asi, root, promise, onerror) => {
                 }
             });
         }
-    }, onerror);
+    };
+    if (asi._h === STEP_H && asi._h === CUR && asi._f === 0 && asi._next === null && onerror === undefined &&
+        complete === null && step_as === undefined && typeof promise.cancel !== 'function') {
+        // the await() that ends a step: the step itself waits for the promise,
+        // as the sub-step it would add does, one engine step and callback less
+        // (its step function goes to the async_stack when the callback
+        // returns: awaitReturned())
+        step_as = asi;
+        asi._f = F_WAIT | F_AWAIT;
+        asi._aw = inner;
+        queue(CUR, OP_WAIT, 0, 0);
+        return;
+    }
+    const add = asi instanceof AsyncStepProtector ? (checkOnError(asi, onerror), asi._add) : asi.add;
+    add.call(asi, inner, onerror);
+};
+
+/* the step `as` adds a step in its callback after its await() made it wait
+ * itself: the await() becomes the sub-step it is in futoin-asyncsteps,
+ * first in line (from outside the step is that sub-step, waiting) */
+const awaitSubstep = (as) => {
+    if (as._h !== CUR) {
+        return;
+    }
+    const inner = as._aw;
+    as._aw = null;
+    as._f &= ~F_AWAIT;
+    inner(undefined);
+    const SH = reg.SH;
+    const n = SH[SH_OPS_N];
+    if (reg.target === as._h && n >= 6 && SH[SH_OPS + n - 3] === OP_WAIT) {
+        SH[SH_OPS_N] = n - 3; // its wait, still queued: gone (else sub-steps go first anyway)
+        as._f &= ~F_WAIT;
+    }
+    as._add(inner, undefined);
+};
+
+/* the callback of step `as` returned after its await() made it wait: the
+ * async_stack gets the step function of the sub-step futoin-asyncsteps
+ * runs now */
+const awaitReturned = (as) => {
+    if (!isProduction) {
+        execStack(as._root, as._aw, MODE_STEP);
+    }
 };
 
 /**
@@ -908,6 +956,7 @@ class AsyncStepProtector {
         this._f = 0;
         this._next = null;
         this._ck = -1; // the FNS index of its cancel handler
+        this._aw = null; // F_AWAIT: the sub-step its await() did not add (awaitSubstep())
     }
 
     /* the flow's state while the step runs or waits, null once it ended
@@ -922,6 +971,9 @@ class AsyncStepProtector {
 
     add(func, onerror) {
         sanity(this);
+        if ((this._f & F_AWAIT) !== 0) {
+            awaitSubstep(this);
+        }
         if (typeof func !== 'function' && isCStep(func)) {
             checkCEh(this, func, onerror);
             const values = takeNext(this);
@@ -943,6 +995,9 @@ class AsyncStepProtector {
 
     /* add() of a step function of ours (no check of its arity) */
     _add(func, onerror) {
+        if ((this._f & F_AWAIT) !== 0) {
+            awaitSubstep(this);
+        }
         const values = takeNext(this);
         if (values !== null) {
             func = withValues(func, values);
@@ -960,6 +1015,9 @@ class AsyncStepProtector {
     parallel(onerror) {
         sanity(this);
         checkOnError(this, onerror);
+        if ((this._f & F_AWAIT) !== 0) {
+            awaitSubstep(this);
+        }
         const k = register(undefined, onerror);
         const p = N.parallel(this._h, k, hasEh(onerror));
         this._f |= F_ADDED;
@@ -971,7 +1029,7 @@ class AsyncStepProtector {
         if (outOfService(this)) {
             throw new Error(STALE);
         }
-        if (this._f & F_ADDED) {
+        if (this._f & (F_ADDED | F_AWAIT)) {
             this.error('InternalError', 'Invalid success() call');
         }
         if (movedOn(this)) {
@@ -1069,6 +1127,9 @@ class AsyncStepProtector {
     loop(func, label) {
         sanity(this);
         checkFunc(this, func);
+        if ((this._f & F_AWAIT) !== 0) {
+            awaitSubstep(this);
+        }
         N.loop(this._h, register(func, undefined), labelKey(label));
         this._f |= F_ADDED;
         return this;
@@ -1080,6 +1141,9 @@ class AsyncStepProtector {
         const n = countOf(count);
         if (n === 0) {
             return this; // no step, as futoin-asyncsteps: values pass it by
+        }
+        if ((this._f & F_AWAIT) !== 0) {
+            awaitSubstep(this);
         }
         N.repeat(this._h, register(func, undefined), n, labelKey(label));
         this._f |= F_ADDED;
@@ -1123,7 +1187,7 @@ class AsyncStepProtector {
 
     successStep(...args) {
         sanity(this);
-        if (this._f & F_ADDED) {
+        if (this._f & (F_ADDED | F_AWAIT)) {
             this.add((as) => {
                 as.success(...args);
             });
@@ -1146,6 +1210,9 @@ class AsyncStepProtector {
         checkOnError(this, onerror);
         if (object === null || typeof object !== 'object' || typeof object.sync !== 'function') {
             throw new TypeError('sync() expects an ISync object');
+        }
+        if ((this._f & F_AWAIT) !== 0) {
+            awaitSubstep(this);
         }
         if (object.sync === NATIVE_SYNC) {
             // Mutex, Throttle, Limiter (sync() not overridden): checked already
@@ -1838,6 +1905,9 @@ const invoke = (root, as, fn, n, a0, a1, a2, a3) => {
         thrown(root, as, e, prev, prevRoot);
         return 1;
     }
+    if ((as._f & F_AWAIT) !== 0) {
+        awaitReturned(as);
+    }
     if (CANCELLED_H === CUR) {
         CANCELLED_H = -1; // its handle goes with the flow
     }
@@ -2058,6 +2128,7 @@ const stepStarts = (root, h, fn, mode) => {
     if (!isProduction) {
         execStack(root, fn, mode);
     }
+    STEP_H = h;
     return new AsyncStepProtector(root, h);
 };
 
@@ -2110,6 +2181,9 @@ const runBatch = (root, h, batch, n, a0, a1, a2, a3, room) => {
             thrown(root, as, e, prev, prevRoot);
             BATCH = i - at + merged; // set after the callbacks: they may run batches too
             return F_DONE | F_BATCH; // the rest goes with the error
+        }
+        if ((as._f & F_AWAIT) !== 0) {
+            awaitReturned(as);
         }
         ++i;
         if (as._f === F_ADDED && left !== 0) {
@@ -2345,6 +2419,7 @@ const onError = (r, h, k, code, info) => {
         showLoopCtl(root, code);
     }
     const as = new AsyncStepProtector(root, h);
+    STEP_H = -1; // its await() adds a sub-step, as futoin-asyncsteps
     if (invoke(root, as, fn, 1, code) !== 0) {
         return F_DONE;
     }

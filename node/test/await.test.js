@@ -446,3 +446,134 @@ test('the step after a parallel whose branch an await() ended goes on in a setIm
     await done.promise;
     assert.deepStrictEqual(trace, ['branch after await', 'immediate', 'after parallel']);
 });
+
+// an await() that ends its step: what the step does next, in the same
+// callback, sees the await() as the sub-step futoin-asyncsteps adds
+
+test('two await() calls in one step: the next step gets the second value', T, async () => {
+    const r = await runFlow((as) => {
+        as.await(Promise.resolve(1));
+        as.await(Promise.resolve(2));
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, [2]);
+});
+
+test('await() then add(), parallel(), repeat(), loop(), forEach(), sync(): each after the await', T, async () => {
+    const { Mutex } = $as;
+    const seen = [];
+    const builds = [
+        (as) => as.add((as, v) => {
+            seen.push(['add', v]);
+            as.success(v + 1);
+        }),
+        (as) => as.parallel().add((as, v) => seen.push(['branch', v])),
+        (as) => as.repeat(2, (as, i) => seen.push(['repeat', i])),
+        (as) => as.loop((as) => {
+            seen.push(['loop']);
+            as.break();
+        }),
+        (as) => as.forEach([7], (as, k, v) => seen.push(['forEach', k, v])),
+        (as) => as.sync(new Mutex(), (as, v) => {
+            seen.push(['sync', v]);
+            as.success(v * 2);
+        }),
+    ];
+    const results = [];
+    for (const build of builds) {
+        const r = await runFlow((as) => {
+            as.await(Promise.resolve(10));
+            build(as);
+        });
+        assert.strictEqual(r.err, null);
+        results.push(r.args);
+    }
+    assert.deepStrictEqual(seen, [['add', 10], ['branch', undefined], ['repeat', 0], ['repeat', 1], ['loop'],
+        ['forEach', 0, 7], ['sync', 10]]);
+    assert.deepStrictEqual(results, [[11], [], [], [], [], [20]]);
+});
+
+test('await() then successStep(): the next step gets the successStep() values', T, async () => {
+    const r = await runFlow((as) => {
+        as.await(Promise.resolve(1));
+        as.successStep(5, 6);
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, [5, 6]);
+});
+
+test('await() then success() in the same callback: InternalError, Invalid success() call', T, async () => {
+    const r = await runFlow((as) => {
+        as.await(Promise.resolve(1));
+        as.success(3);
+    });
+    assert.strictEqual(r.err, 'InternalError');
+    assert.strictEqual(r.info, 'Invalid success() call');
+});
+
+test('await() then a throw: the step fails, the settled promise is ignored', T, async () => {
+    let later = 0;
+    const r = await runFlow((as) => {
+        as.await(Promise.resolve(1));
+        throw new Error('Boom');
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    later++;
+    assert.strictEqual(r.err, 'Boom');
+    assert.strictEqual(later, 1);
+});
+
+test('await() of a thenable that settles inside then(): the next step gets its value', T, async () => {
+    const r = await runFlow((as) => {
+        as.await({
+            then(ok) {
+                ok(42);
+            },
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, [42]);
+    const rejected = await runFlow((as) => {
+        as.await({
+            then(ok, fail) {
+                fail('Nope');
+            },
+        });
+    });
+    assert.strictEqual(rejected.err, 'Nope');
+});
+
+test('await() in an error handler: the flow goes on with the value', T, async () => {
+    const r = await runFlow((as) => {
+        as.add(
+            (as) => as.error('First'),
+            (as, err) => as.await(Promise.resolve(err + '!')),
+        );
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['First!']);
+});
+
+test('async_stack: the step that awaited, then the await\'s own step function', T, async () => {
+    if (process.env.NODE_ENV === 'production') {
+        return; // no async_stack there
+    }
+    let inStep = null;
+    const step = (as) => {
+        as.await(Promise.resolve(1));
+        inStep = as._root._exec_stack.slice();
+    };
+    const r = await runFlow((as) => {
+        as.add(step);
+        as.add((as) => as.error('Late'));
+    });
+    assert.strictEqual(r.err, 'Late');
+    assert.strictEqual(inStep[inStep.length - 1], step);
+    const stack = r.state.async_stack;
+    const at = stack.indexOf(step);
+    assert.ok(at >= 0);
+    // the await's step, the failing step, the error handler
+    assert.strictEqual(stack.length, at + 4);
+    assert.strictEqual(typeof stack[at + 1], 'function');
+    assert.notStrictEqual(stack[at + 1], step);
+});
