@@ -109,7 +109,8 @@ const sanity = isProduction ? () => {} : (asp) => {
             deferRaise(CUR_ROOT, e, RAISE_ERROR, 'InternalError', 'Invalid call (sanity check)');
             throw e;
         }
-    } else if ((asp._f & F_ADDED) !== 0 && asp._h !== CUR && !asp._root._foreign && !N.isTop(asp._h)) {
+    } else if (asp._h !== CUR && !asp._root._foreign && ((asp._f & (F_AWAIT | F_MERGED)) !== 0 ||
+        (asp._f & F_ADDED) !== 0 && !N.isTop(asp._h))) {
         // from outside its flow, while its sub-steps run: the flow fails
         // where it is, as futoin-asyncsteps' root.error() from an event (a
         // parallel branch where that branch is: the reference runs it as a

@@ -577,3 +577,38 @@ test('async_stack: the step that awaited, then the await\'s own step function', 
     assert.strictEqual(typeof stack[at + 1], 'function');
     assert.notStrictEqual(stack[at + 1], step);
 });
+
+test('success(), add() or error() from outside on a step whose await() waits: InternalError, as futoin-asyncsteps', T,
+    async () => {
+        if (process.env.NODE_ENV === 'production') {
+            return; // no sanity checks there
+        }
+        const calls = [
+            ['success', (as) => as.success(5)],
+            ['add', (as) => as.add((as) => as.success())],
+            ['error', (as) => as.error('Ext')],
+        ];
+        // a plain promise, and one with cancel() (its await() sets a cancel handler)
+        const cases = calls.flatMap(([name, call]) => [[name, call, false], [name + ', cancellable', call, true]]);
+        for (const [name, call, cancellable] of cases) {
+            const d = deferred();
+            if (cancellable) {
+                d.promise.cancel = () => {};
+            }
+            let thrown = null;
+            const r = await runFlow((as) => {
+                as.await(d.promise);
+                setTimeout(() => {
+                    try {
+                        call(as);
+                    } catch (e) {
+                        thrown = e.message;
+                    }
+                    d.resolve(1);
+                }, 1);
+            });
+            assert.strictEqual(r.err, 'InternalError', name);
+            assert.strictEqual(r.info, 'Invalid call (sanity check)', name);
+            assert.strictEqual(thrown, 'InternalError', name);
+        }
+    });
