@@ -347,6 +347,11 @@ const checkActive = (h) => {
  * the slot) */
 const outOfService = (as) => as._h !== CUR && ((as._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(as));
 
+/* inside its callback after its success(): out of service for error(),
+ * setTimeout(), successStep(), await(), break(), continue(), as in
+ * futoin-asyncsteps (a second success() and add() fail the flow instead) */
+const succeededInCallback = (as) => as._h === CUR && (as._f & F_DONE) !== 0;
+
 /* a call from outside on a step whose sub-steps run, not added through
  * this interface: an error from outside ran its handler, which added steps */
 const movedOn = (as) => as._h !== CUR && (as._f & F_ADDED) === 0 && as._root._ehAdded !== 0 &&
@@ -1049,7 +1054,7 @@ class AsyncStepProtector {
 
     error(name, error_info) {
         sanity(this);
-        if (outOfService(this)) {
+        if (outOfService(this) || succeededInCallback(this)) {
             throw new Error(STALE);
         }
         if (movedOn(this)) {
@@ -1061,8 +1066,8 @@ class AsyncStepProtector {
 
     setTimeout(timeout_ms) {
         sanity(this);
-        if ((this._f & F_OUT) !== 0) {
-            throw new Error(STALE); // production mode: a cancel handler's
+        if ((this._f & F_OUT) !== 0 || succeededInCallback(this)) {
+            throw new Error(STALE); // (production mode: a cancel handler's)
         }
         timeout_ms = msOf(timeout_ms);
         const tool = timerTool(this._root);
@@ -1167,6 +1172,9 @@ class AsyncStepProtector {
 
     _loopCtl(label, code, kind) {
         sanity(this);
+        if (succeededInCallback(this)) {
+            throw new Error(STALE);
+        }
         label = labelKey(label);
         checkActiveAs(this);
         const e = new Error(code);
@@ -1188,6 +1196,9 @@ class AsyncStepProtector {
 
     successStep(...args) {
         sanity(this);
+        if (succeededInCallback(this)) {
+            throw new Error(STALE);
+        }
         if (this._f & (F_ADDED | F_AWAIT)) {
             this.add((as) => {
                 as.success(...args);
@@ -1200,6 +1211,9 @@ class AsyncStepProtector {
 
     await(promise, onerror) {
         sanity(this);
+        if (succeededInCallback(this)) {
+            throw new Error(STALE);
+        }
         checkOnError(this, onerror);
         awaitImpl(this, this._root, promise, onerror);
         return this;

@@ -638,3 +638,36 @@ test('success() or error() from outside on a step an error from outside moved on
         'success: recovered', 'error: recovered',
     ].join(', '));
 });
+
+test('after success() in its callback, error(), setTimeout(), successStep(), await(), break() throw; caught, the flow goes on as it was', T,
+    async () => {
+        // as futoin-asyncsteps: the interface is out of service once its step
+        // succeeded (there production mode throws a TypeError instead)
+        const calls = [
+            ['error', (as) => as.error('Late', 'late info')],
+            ['setTimeout', (as) => as.setTimeout(5)],
+            ['successStep', (as) => as.successStep(2)],
+            ['await', (as) => as.await(Promise.resolve(3))],
+            ['break', (as) => as.break()],
+            ['continue', (as) => as.continue()],
+        ];
+        for (const [name, call] of calls) {
+            let thrown = null;
+            const r = await runFlow((as) => {
+                as.success(1);
+                try {
+                    call(as);
+                } catch (e) {
+                    thrown = e;
+                }
+            });
+            assert.ok(thrown instanceof Error, name);
+            if (process.env.NODE_ENV !== 'production') {
+                assert.strictEqual(thrown.message, 'InternalError: Unexpected call, object is out of service', name);
+            }
+            assert.strictEqual(r.err, null, name);
+            assert.deepStrictEqual(r.args, [1], name);
+            assert.strictEqual(r.state.error_info, undefined, name);
+            assert.strictEqual(r.state.last_exception, undefined, name);
+        }
+    });
