@@ -648,8 +648,12 @@ const codeString = (v) => {
     }
 };
 
-/* the code of a thrown value: an Error's message, else the value as a
- * string (also when reading its message throws: a getter, a Proxy) */
+/* a code as C has it (src/addon.c js_strdup()) */
+const cCode = (v) => (v === undefined || v === null || typeof v === 'symbol' ? '' : codeString(v));
+
+/* the code of a thrown value: an Error's message (of any type but
+ * undefined, as futoin-asyncsteps), else the value as a string (also when
+ * reading its message throws: a getter, a Proxy) */
 const errorCode = (e) => {
     if (e !== null && typeof e === 'object') {
         let m;
@@ -658,7 +662,7 @@ const errorCode = (e) => {
         } catch (x) {
             m = undefined;
         }
-        if (typeof m === 'string') {
+        if (m !== undefined) {
             return m;
         }
     }
@@ -2360,6 +2364,9 @@ const syncErrorState = (root, code, info) => {
     const SH = reg.SH;
     const fresh = SH[reg.SH_ERR_FRESH] !== 0;
     SH[reg.SH_ERR_FRESH] = 0;
+    if (root._jsErr !== code && typeof root._jsErr !== 'string' && cCode(root._jsErr) === code) {
+        code = root._jsErr; // an Error's message that is not a string: the handlers get it as it is
+    }
     // '' and no error_info are the same to C
     if (root._jsErr !== code || (root._jsInfo || undefined) !== info) {
         state.error_info = info;
@@ -2523,7 +2530,7 @@ const onFinish = (r, code, info) => {
     const reject = root && root._reject;
     if (reject) {
         root._reject = null;
-        reject(new Error(code));
+        reject(new Error(codeString(root._jsErr)));
     }
     return 0;
 };

@@ -919,3 +919,23 @@ test('error() from outside on the flow whose turn ran last: the steps after its 
             ['handler Outside', 'added', 'next', 'error() threw'], how);
     }
 });
+
+test('an Error whose message is not a string: the handlers get the message as it is, promise() an Error of its text', T,
+    async () => {
+        for (const message of [42, null, true, { m: 1 }]) {
+            const fail = (as) => {
+                const e = new Error('x');
+                e.message = message;
+                throw e;
+            };
+            const r = await runFlow(fail);
+            assert.strictEqual(r.err, message);
+            const outer = await runFlow((as) => as.add(fail));
+            assert.strictEqual(outer.err, message);
+            await assert.rejects($as().add(fail).promise(), (e) => {
+                assert.ok(e instanceof Error);
+                assert.strictEqual(e.message, String(message));
+                return true;
+            });
+        }
+    });
