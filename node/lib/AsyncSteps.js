@@ -328,6 +328,7 @@ const loopCtlInC = (root, h, kind, label, e) => {
     root._jsErr = kind === RAISE_BREAK ? LOOP_BREAK : LOOP_CONT;
     root._jsInfo = undefined;
     root._loopE = e;
+    keepAsyncStack(root); // set by every error, LoopBreak and LoopCont too, as futoin-asyncsteps
     if (kind === RAISE_BREAK) {
         N.break(h, label);
     } else {

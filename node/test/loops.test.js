@@ -691,3 +691,23 @@ test('break(label)/continue(label) that no loop takes ends the flow with the Err
         }
     }
 });
+
+test('a loop ended by break() or continue() leaves state.async_stack set, as every error does in futoin-asyncsteps', T,
+    async () => {
+        for (const body of [
+            (as) => as.break(),
+            (as, i) => (i < 2 ? as.continue() : as.break()),
+        ]) {
+            const root = $as();
+            const outer = (as) => as.repeat(3, body);
+            root.add(outer);
+            await root.promise();
+            const stack = root.state.async_stack;
+            if (process.env.NODE_ENV === 'production') {
+                assert.strictEqual(stack.length, 0); // the empty stand-in
+            } else {
+                assert.ok(Array.isArray(stack));
+                assert.ok(stack.includes(outer));
+            }
+        }
+    });
