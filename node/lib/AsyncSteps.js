@@ -684,11 +684,20 @@ const msOf = (ms) => {
  * numeric string counts and 2.5 means 3; what is no number would never end
  * there and is refused here */
 const countOf = (count) => {
-    // there the body runs until `i >= count`: a BigInt, a boolean, null or a
-    // numeric (also empty) string compare as their number
+    // there the body runs until `i >= count`: a BigInt, a boolean, null, a
+    // numeric (also empty) string or an object that converts to a number
+    // (new Number(2), a valueOf()) compare as their number
     const t = typeof count;
-    const n = t === 'number' ? count
-        : t === 'bigint' || t === 'boolean' || t === 'string' || count === null ? Number(count) : NaN;
+    let n = NaN;
+    if (t === 'number') {
+        n = count;
+    } else if (t !== 'undefined' && t !== 'symbol') {
+        try {
+            n = Number(count);
+        } catch (e) {
+            // its valueOf() or toString() threw: no count
+        }
+    }
     if (Number.isNaN(n)) {
         throw new TypeError('repeat() expects a count');
     }

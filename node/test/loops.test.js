@@ -711,3 +711,14 @@ test('a loop ended by break() or continue() leaves state.async_stack set, as eve
             }
         }
     });
+
+test('repeat() with an object that converts to a number runs that many times, as futoin-asyncsteps', T, async () => {
+    for (const count of [new Number(2), { valueOf: () => 2 }, [2]]) {
+        let runs = 0;
+        const r = await runFlow((as) => as.repeat(count, (as) => {
+            runs++;
+        }));
+        assert.strictEqual(r.err, null);
+        assert.strictEqual(runs, 2);
+    }
+});
