@@ -2389,6 +2389,7 @@ const syncErrorState = (root, code, info) => {
     }
     root._jsErr = code; // handlers further out see the same error
     root._jsInfo = info;
+    return code;
 };
 
 /* the handlers on the way of a break()/continue() see the Error it threw,
@@ -2437,7 +2438,7 @@ const onError = (r, h, k, code, info) => {
     if (code === undefined) {
         code = root._jsErr;
     } else {
-        syncErrorState(root, code, info);
+        code = syncErrorState(root, code, info);
     }
     if (!isProduction) {
         const es = root._es || (root._es = []);
@@ -2477,7 +2478,7 @@ const onCancel = (r, h, k, code, info) => {
         if (code === true) {
             code = root._jsErr;
         } else {
-            syncErrorState(root, code, info); // an error from C unwinds (a Timeout): C told it once
+            code = syncErrorState(root, code, info); // an error from C unwinds (a Timeout): C told it once
         }
         loopCtl = code === LOOP_BREAK || code === LOOP_CONT;
     }

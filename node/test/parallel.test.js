@@ -700,3 +700,24 @@ test('a branch\'s error that no handler takes ends the flow with a new Error of 
     assert.ok(le instanceof Error && !(le instanceof MyErr));
     assert.strictEqual(le.message, 'Boom');
 });
+
+test('a parallel\'s error handler gets a branch\'s error code as it is, also when it is not a string', T, async () => {
+    const fromOutside = await runFlow((as) => {
+        as.parallel().add((as) => {
+            as.waitExternal();
+            setTimeout(() => {
+                try {
+                    as.error(42);
+                } catch (e) {
+                    // error() from outside throws too
+                }
+            }, 1);
+        });
+    });
+    assert.strictEqual(fromOutside.err, 42);
+    const reason = { code: 1 };
+    const rejected = await runFlow((as) => {
+        as.parallel().add((as) => as.await(Promise.reject(reason)));
+    });
+    assert.strictEqual(rejected.err, reason);
+});
