@@ -459,6 +459,29 @@ static void cancel_handler_of_a_sibling_tells_the_failed_branch_error(void** sta
     assert_trace("cancel:Timeout|cancel:Timeout|par:Timeout|unhandled:Timeout:");
 }
 
+/* a step with a timeout that runs a parallel of two waiting branches */
+static void timed_parallel(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->setTimeout(bsi, 10);
+    FutoInAsyncSteps* p = bsi->api->parallel(bsi, NULL, NULL);
+    p->api->add(p, NULL, wait_timed_with_cancel, NULL);
+    p->api->add(p, NULL, wait_timed_with_cancel, NULL);
+}
+
+/* an error that unwinds through a parallel (an outer step's Timeout)
+ * cancels its branches: their cancel handlers are told that error, as the
+ * JS reference shows it in state.last_exception there */
+static void cancel_handler_of_a_branch_tells_the_error_unwinding_its_parallel(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, "outer", timed_parallel, eh_trace);
+    run_root();
+    assert_trace("cancel:Timeout|cancel:Timeout|outer:Timeout|unhandled:Timeout:");
+}
+
 static void cancel_trace_crossed(FutoInAsyncSteps* bsi, void* data)
 {
     (void)data;
@@ -2321,6 +2344,7 @@ int main(void)
             T(branch_completed_from_outside_goes_on_at_once),
             T(cancel_handler_tells_the_error_it_unwinds),
             T(cancel_handler_of_a_sibling_tells_the_failed_branch_error),
+            T(cancel_handler_of_a_branch_tells_the_error_unwinding_its_parallel),
             T(take_error_crossed_tells_the_first_handler_past_the_branch),
             T(iterate_timers_runs_a_timeout_and_its_parallel_handlers_only),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),

@@ -874,7 +874,13 @@ static int strand_unwind(fstrand* st, uint32_t budget)
         return branch_fail(st);
     }
     if (f->kind == FK_PARALLEL && f->u.par.branches) {
+        /* the branches' cancel handlers are told the error that unwinds
+         * (futoin_steps_unwinding()), as when a sibling failed */
+        fflow* fl = f->flow;
+        fstrand* outer_cause = fl->cancel_cause;
+        fl->cancel_cause = st;
         parallel_cancel_branches(f);
+        fl->cancel_cause = outer_cause;
     }
     frame_stop_timer(f);
     FutoInAsyncSteps_cancel_callback cb = f->on_cancel;

@@ -721,3 +721,16 @@ test('a parallel\'s error handler gets a branch\'s error code as it is, also whe
     });
     assert.strictEqual(rejected.err, reason);
 });
+
+test('an outer step\'s timeout cancels a parallel\'s branches: their cancel handlers see the Timeout in last_exception', T,
+    async () => {
+        const seen = [];
+        const r = await runFlow((as) => {
+            as.setTimeout(5);
+            as.parallel()
+                .add((as) => as.setCancel(() => seen.push(String(as.state.last_exception))))
+                .add((as) => as.add((as) => as.setCancel(() => seen.push(String(as.state.last_exception)))));
+        });
+        assert.strictEqual(r.err, 'Timeout');
+        assert.deepStrictEqual(seen, ['Error: Timeout', 'Error: Timeout']);
+    });
