@@ -2460,8 +2460,10 @@ const onError = (r, h, k, code, info) => {
         ++root._ehAdded; // movedOn() asks C from now on
     }
     if (loopCtl && (as._f & (F_ADDED | F_WAIT | F_DONE)) === 0) {
-        // on to its loop, which leaves no exception behind, as futoin-asyncsteps
+        // on to its loop, which leaves no exception behind, nor its label
+        // in error_info, as futoin-asyncsteps (as after a cancel handler)
         state.last_exception = null;
+        state.error_info = undefined;
     }
     return as._f;
 };

@@ -722,3 +722,21 @@ test('repeat() with an object that converts to a number runs that many times, as
         assert.strictEqual(runs, 2);
     }
 });
+
+test('a labelled break() or continue() that passed an error handler leaves no error_info after its loop', T, async () => {
+    const infos = [];
+    let n = 0;
+    const r = await runFlow((as) => {
+        as.loop((as) => {
+            infos.push(as.state.error_info); // each iteration
+            if (++n === 3) {
+                as.add((as) => as.break('X'), (as, err) => {});
+            } else {
+                as.add((as) => as.continue('X'), (as, err) => {});
+            }
+        }, 'X');
+        as.add((as) => infos.push(as.state.error_info)); // after the loop
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(infos, [undefined, undefined, undefined, undefined]);
+});
