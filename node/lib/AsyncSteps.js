@@ -649,6 +649,14 @@ const codeString = (v) => {
     }
 };
 
+/* anything with a sync() method is a sync object (a class with a static one too) */
+const checkSyncObject = (object) => {
+    if (object === null || (typeof object !== 'object' && typeof object !== 'function') ||
+        typeof object.sync !== 'function') {
+        throw new TypeError('sync() expects an ISync object');
+    }
+};
+
 /* a code as C has it (src/addon.c js_strdup()) */
 const cCode = (v) => (v === undefined || v === null || typeof v === 'symbol' ? '' : codeString(v));
 
@@ -843,8 +851,9 @@ const inReaction = (own, root, fn, arg) => {
 };
 
 const awaitImpl = (asi, root, promise, onerror) => {
-    if (promise === null || (typeof promise !== 'object' && typeof promise !== 'function') ||
-        typeof promise.then !== 'function') {
+    const then = promise !== null && (typeof promise === 'object' || typeof promise === 'function') ?
+        promise.then : undefined; // read once, as then() is called (a getter, a Proxy)
+    if (typeof then !== 'function') {
         throw new TypeError('await() expects a promise');
     }
     let step_as = undefined;
@@ -852,7 +861,8 @@ const awaitImpl = (asi, root, promise, onerror) => {
     // a reaction runs in the async context then() was called in: in a step,
     // its flow's (no AsyncResource scope to enter again)
     const own = asi !== root;
-    promise.then(
+    then.call(
+        promise,
         (result) => {
             if (step_as) {
                 const as = step_as;
@@ -862,7 +872,9 @@ const awaitImpl = (asi, root, promise, onerror) => {
                     // futoin-asyncsteps, not a loop turn (or test event) later
                     inReaction(own, root, goOn, N.awaited(as._h, result));
                 }
-            } else if (step_as === undefined) {
+            } else {
+                // before its step runs: the last settlement counts, as in
+                // futoin-asyncsteps (a thenable may call both)
                 complete = (as) => {
                     as.success(result);
                 };
@@ -880,7 +892,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
                     // event, as after any error from outside (futoin-asyncsteps)
                     inReaction(own, root, errorsNow);
                 }
-            } else if (step_as === undefined) {
+            } else {
                 step_as = null;
                 if (reason instanceof Error) {
                     complete = () => {
@@ -953,6 +965,17 @@ const awaitSubstep = (as) => {
         as._f &= ~F_WAIT;
     }
     as._add(inner, undefined);
+};
+
+/* a sync object's own sync() adds its step through the native one: the
+ * interface has added a step, after the sub-step of an await() before it */
+reg.stepAdds = (as) => {
+    if (as instanceof AsyncStepProtector) {
+        if ((as._f & F_AWAIT) !== 0) {
+            awaitSubstep(as);
+        }
+        as._f |= F_ADDED;
+    }
 };
 
 /* the callback of step `as` returned after its await() made it wait: the
@@ -1237,23 +1260,22 @@ class AsyncStepProtector {
         sanity(this);
         checkFunc(this, func);
         checkOnError(this, onerror);
-        if (object === null || typeof object !== 'object' || typeof object.sync !== 'function') {
-            throw new TypeError('sync() expects an ISync object');
-        }
-        if ((this._f & F_AWAIT) !== 0) {
-            awaitSubstep(this);
-        }
+        checkSyncObject(object);
         if (object.sync === NATIVE_SYNC) {
             // Mutex, Throttle, Limiter (sync() not overridden): checked already
+            if ((this._f & F_AWAIT) !== 0) {
+                awaitSubstep(this);
+            }
             const values = takeNext(this);
             if (values !== null) {
                 func = withValues(func, values); // the section's step, as add()
             }
             object._add(this._root, this._h, func, onerror, this._h === CUR);
+            this._f |= F_ADDED;
         } else {
+            // an object of the user's: what it calls on the interface counts
             object.sync(this, func, onerror);
         }
-        this._f |= F_ADDED;
         return this;
     }
 
@@ -1466,11 +1488,12 @@ class AsyncSteps {
     }
 
     sync(object, func, onerror) {
+        if (!isProduction) {
+            this._checkIdle(); // Top level add in execution, before anything else, as futoin-asyncsteps
+        }
         checkFunc(this, func);
         checkOnError(this, onerror);
-        if (object === null || typeof object !== 'object' || typeof object.sync !== 'function') {
-            throw new TypeError('sync() expects an ISync object');
-        }
+        checkSyncObject(object);
         object.sync(this, func, onerror);
         return this;
     }

@@ -125,6 +125,10 @@ reg.drainFin = () => {
 
 /* queue op(a, b) for the step or root with handle h (0: the root being
  * executed); C applies the queue before anything else touches a flow */
+/* as(step interface or root) adds a step through a sync object's own
+ * sync() (a subclass of Mutex, Throttle or Limiter): set by AsyncSteps.js */
+reg.stepAdds = (as) => {};
+
 reg.queue = (h, op, a, b) => {
     const SH = reg.SH;
     let n = SH[SH_OPS_N];

@@ -31,6 +31,7 @@ class NativeSync extends ISync {
             as._call((t) => this._add(t, t._materialize(), step, onerror), (t) => t.sync(this, step, onerror));
             return;
         }
+        reg.stepAdds(as);
         this._add(as._root, as._h, step, onerror, false);
     }
 

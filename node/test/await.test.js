@@ -612,3 +612,20 @@ test('success(), add() or error() from outside on a step whose await() waits: In
             assert.strictEqual(thrown, 'InternalError', name);
         }
     });
+
+test('await() of a thenable reads then once, and the last of its synchronous settlements counts', T, async () => {
+    let reads = 0;
+    const thenable = {
+        get then() {
+            reads++;
+            return (ok, fail) => {
+                fail('Bad');
+                ok('good');
+            };
+        },
+    };
+    const r = await runFlow((as) => as.await(thenable));
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['good']);
+    assert.strictEqual(reads, 1);
+});

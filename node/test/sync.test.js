@@ -614,3 +614,106 @@ test('a Mutex held by a step whose timeout handler recovers: released in the flo
         AT.run();
         assert.deepStrictEqual(trace, ['A in', 'A Timeout', 'A next', 'B in']);
     }));
+
+// sync objects of the user's own: sync(as, step, onerror) is all they are
+
+test('a sync object whose sync() adds no step leaves the step as it was: success(), waitExternal(), successStep()', T,
+    async () => {
+        const silent = { sync() {} };
+        const direct = await runFlow((as) => {
+            as.sync(silent, (as) => {});
+            as.success('v');
+        });
+        assert.strictEqual(direct.err, null);
+        assert.deepStrictEqual(direct.args, ['v']);
+        const gate = {
+            sync(as) {
+                as.waitExternal();
+                setTimeout(() => as.success('granted'), 1);
+            },
+        };
+        const waited = await runFlow((as) => as.sync(gate, (as) => {}));
+        assert.strictEqual(waited.err, null);
+        assert.deepStrictEqual(waited.args, ['granted']);
+        const skip = {
+            sync(as) {
+                as.successStep('skipped');
+            },
+        };
+        const skipped = await runFlow((as) => as.sync(skip, (as) => {}));
+        assert.strictEqual(skipped.err, null);
+        assert.deepStrictEqual(skipped.args, ['skipped']);
+    });
+
+test('a function with a sync() method is a sync object too (a class with a static sync())', T, async () => {
+    let ran = 0;
+    class Gate {
+        static sync(as, step, onerror) {
+            as.add(step, onerror);
+        }
+    }
+    const r = await runFlow((as) => as.sync(Gate, (as) => {
+        ran++;
+        as.success('in');
+    }));
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(r.args, ['in']);
+    const root = $as();
+    root.sync(Gate, (as) => {
+        ran++;
+    });
+    await root.promise();
+    assert.strictEqual(ran, 2);
+});
+
+test('root.sync() inside a step of its flow is Top level add in execution, before the object is asked', T, async () => {
+    if (process.env.NODE_ENV === 'production') {
+        return; // no such check there
+    }
+    let asked = 0;
+    const silent = {
+        sync() {
+            asked++;
+        },
+    };
+    const root = $as();
+    let thrown = null;
+    root.add((as) => {
+        try {
+            root.sync(silent, (as) => {});
+        } catch (e) {
+            thrown = e;
+        }
+    }, (as, err) => {});
+    await root.promise().catch(() => {});
+    assert.ok(thrown instanceof Error);
+    assert.strictEqual(thrown.message, 'InternalError');
+    assert.strictEqual(root.state.error_info, 'Top level add in execution');
+    assert.strictEqual(asked, 0);
+});
+
+test('a Mutex subclass whose sync() calls super.sync(): its section follows an await() of the same step and gets its value', T,
+    async () => {
+        const { Mutex } = $as;
+        let calls = 0;
+        class CountedMutex extends Mutex {
+            sync(as, step, onerror) {
+                calls++;
+                super.sync(as, step, onerror);
+            }
+        }
+        const m = new CountedMutex();
+        const r = await runFlow((as) => {
+            as.await(Promise.resolve('awaited'));
+            as.sync(m, (as, v) => as.success(v + '!'));
+        });
+        assert.strictEqual(r.err, null);
+        assert.deepStrictEqual(r.args, ['awaited!']);
+        const misuse = await runFlow((as) => {
+            as.sync(m, (as) => as.success('in'));
+            as.success('x');
+        });
+        assert.strictEqual(misuse.err, 'InternalError');
+        assert.strictEqual(misuse.info, 'Invalid success() call');
+        assert.strictEqual(calls, 2);
+    });
