@@ -506,7 +506,7 @@ const nodeTimeoutClass = () => {
     return NodeTimeout;
 };
 
-// step handle -> its timeout on an event tool: [handle, tool]
+// step handle -> its timeout on an event tool: [handle, tool, step interface]
 const TOOL_TIMEOUTS = new Map();
 
 // the global setTimeout() seen last, and whether it is a fake one
@@ -559,12 +559,25 @@ const dropToolTimeout = (h) => {
     }
 };
 
+/* the timeouts on an event tool of steps that ended meanwhile (through
+ * their sub-steps, a cancel, an error further out): cancelled, as
+ * futoin-asyncsteps does however a step ends (a pending timer would keep
+ * the process alive, a fake one counts as pending) */
+const sweepToolTimeouts = () => {
+    for (const [h, t] of TOOL_TIMEOUTS) {
+        if (!isLiveAs(t[2])) {
+            TOOL_TIMEOUTS.delete(h);
+            t[1].cancelCall(t[0]);
+        }
+    }
+};
+
 const toolTimeout = (as, ms, tool) => {
     dropToolTimeout(as._h);
     if (as._ck === -1) {
         as.setCancel(NO_CANCEL); // it waits, and onCancel() hears when it is cancelled
     }
-    const t = [undefined, tool];
+    const t = [undefined, tool, as];
     t[0] = tool.callLater(() => {
         if (TOOL_TIMEOUTS.get(as._h) === t) {
             TOOL_TIMEOUTS.delete(as._h);
@@ -1528,6 +1541,9 @@ class AsyncSteps {
                 N.cancel(this._h);
             } finally {
                 this._cancelling = false;
+            }
+            if (TOOL_TIMEOUTS.size !== 0) {
+                sweepToolTimeouts();
             }
             if (this._rerun) {
                 this._rerun = false;
@@ -2642,6 +2658,9 @@ const runHost = (testBit, nested) => {
         SH[8] = flags | testBit | nested | (--budget > 0 ? HOST_TAKE : 0);
         N.hostDone();
         code = SH[9];
+    }
+    if (TOOL_TIMEOUTS.size !== 0) {
+        sweepToolTimeouts();
     }
 };
 

@@ -262,3 +262,36 @@ test('a step timeout goes through AsyncTool.callLater() when it was replaced', T
     assert.strictEqual(err, 'Timeout');
     assert.deepStrictEqual(seen, [3]);
 });
+
+test('a custom event tool: the timeout of a step that ends through its sub-steps or a cancel() is cancelled', T, async () => {
+    const calls = [];
+    let next = 0;
+    const tool = {
+        callLater: (f, ms) => {
+            const h = { id: ++next, ms };
+            calls.push(['callLater', h.id, ms]);
+            return h;
+        },
+        cancelCall: (h) => calls.push(['cancelCall', h.id]),
+        callImmediate: (f) => setImmediate(f),
+        cancelImmediate: (h) => clearImmediate(h),
+    };
+    const done = new $as.AsyncSteps(null, tool);
+    done.add((as) => {
+        as.setTimeout(3000);
+        as.add((as) => as.success('sub'));
+    });
+    assert.strictEqual(await done.promise(), 'sub');
+    assert.deepStrictEqual(calls, [['callLater', 1, 3000], ['cancelCall', 1]]);
+    calls.length = 0;
+    const cancelled = new $as.AsyncSteps(null, tool);
+    cancelled.add((as) => {
+        as.setTimeout(3000);
+        as.setCancel(() => calls.push(['cancel handler']));
+    });
+    cancelled.execute();
+    await new Promise((resolve) => setImmediate(resolve));
+    cancelled.cancel();
+    assert.deepStrictEqual(calls.filter((c) => c[0] !== 'cancel handler'), [['callLater', 2, 3000], ['cancelCall', 2]]);
+    assert.strictEqual(calls.filter((c) => c[0] === 'cancel handler').length, 1);
+});
