@@ -52,7 +52,7 @@ const SH_MORE = 15;
 const MORE_PAR_FAILED = 2; // SH_MORE: a branch failed a parallel whose handlers wait
 const MORE_QUEUED = 4; // SH_MORE: the flow itself goes on later (a strand of it is queued)
 const OP_BATCH = 2; // OP_ADD, OP_FOLLOW: a batch (src/addon.h)
-const DEAD_H = -1; // the handle of a batch's step that ended: never live
+const DEAD_H = -2; // the handle of a batch's step that ended: never live, never CUR (-1 between callbacks)
 
 const { FNS, FREE, ROOTS, SLOT, OP_ADD, OP_PAR, OP_PADD, OP_WAIT, OP_TIMEOUT, OP_CANCEL } = reg;
 const { SH_OPS, SH_OPS_N, SH_NUM_N, OP_SUCCESS, OP_FOLLOW, OP_SYNC, THROTTLES } = reg;
@@ -1231,8 +1231,8 @@ class AsyncStepProtector {
         // a loop that takes it leaves no exception behind, nor error_info,
         // as in futoin-asyncsteps
         const state = this._root.state;
+        state.error_info = undefined; // first: a new state gets its keys in the reference's order
         state.last_exception = null;
-        state.error_info = undefined;
         if (this._h === CUR) {
             deferRaise(this._root, e, kind, label, undefined);
         } else {
@@ -2520,6 +2520,7 @@ const onCancel = (r, h, k, code, info) => {
             code = root._jsErr;
         } else {
             code = syncErrorState(root, code, info); // an error from C unwinds (a Timeout): C told it once
+            keepAsyncStack(root); // as every error does in futoin-asyncsteps, also with no handler after
         }
         loopCtl = code === LOOP_BREAK || code === LOOP_CONT;
     }

@@ -939,3 +939,18 @@ test('an Error whose message is not a string: the handlers get the message as it
             });
         }
     });
+
+test('a Timeout that only cancel handlers hear still sets state.async_stack, as every error does', T, async () => {
+    const root = $as();
+    root.add((as) => {
+        as.setTimeout(3);
+        as.setCancel(() => {});
+    });
+    await root.promise().catch(() => {});
+    assert.deepStrictEqual(Object.keys(root.state), ['error_info', 'last_exception', 'async_stack']);
+    assert.strictEqual(root.state.last_exception.message, 'Timeout');
+    const loop = $as();
+    loop.loop((as) => as.break());
+    await loop.promise();
+    assert.deepStrictEqual(Object.keys(loop.state), ['error_info', 'last_exception', 'async_stack']);
+});

@@ -671,3 +671,33 @@ test('after success() in its callback, error(), setTimeout(), successStep(), awa
             assert.strictEqual(r.state.last_exception, undefined, name);
         }
     });
+
+test('NODE_ENV=production: success() or error() on the interface of a root-level step that ended throws, also for the first steps of a root', () => {
+    // futoin-asyncsteps throws there too (a TypeError); the interfaces of
+    // root-level steps that completed one after another were silently taken
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const saved = [];
+        $as().add((as) => { saved.push(as); }).add((as) => { saved.push(as); as.success(1); }).add((as) => {}).execute();
+        setTimeout(() => {
+            const out = [];
+            for (const as of saved) {
+                for (const call of [() => as.success(), () => as.success(1, 2), () => as.error('Late')]) {
+                    try {
+                        call();
+                        out.push('accepted');
+                    } catch (e) {
+                        out.push('threw');
+                    }
+                }
+            }
+            console.log(JSON.stringify(out));
+        }, 5);
+    `;
+    const res = spawnSync(process.execPath, ['-e', script], {
+        env: { ...process.env, NODE_ENV: 'production' },
+        encoding: 'utf8',
+    });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.deepStrictEqual(JSON.parse(res.stdout), ['threw', 'threw', 'threw', 'threw', 'threw', 'threw']);
+});
