@@ -1992,10 +1992,13 @@ const thrown = (root, as, e, prev, prevRoot) => {
     onThrow(root, as, e);
 };
 
-/* fn(as, ...values): n values in a0..a3, or -1 and an array in a0 */
+/* fn(as, ...values): n values in a0..a3, or -1 and an array in a0; an
+ * error handler (n = CALL_HANDLER) gets this === null, as there */
+const CALL_HANDLER = -2;
 const call = (as, fn, n, a0, a1, a2, a3) => {
     switch (n) {
     case 0: fn(as); break;
+    case CALL_HANDLER: fn.call(null, as, a0); break;
     case 1: fn(as, a0); break;
     case 2: fn(as, a0, a1); break;
     case 3: fn(as, a0, a1, a2); break;
@@ -2492,7 +2495,7 @@ const onError = (r, h, k, code, info) => {
     }
     const as = new AsyncStepProtector(root, h);
     STEP_H = -1; // its await() adds a sub-step, as futoin-asyncsteps
-    if (invoke(root, as, fn, 1, code) !== 0) {
+    if (invoke(root, as, fn, CALL_HANDLER, code) !== 0) {
         return F_DONE;
     }
     if ((as._f & F_ADDED) !== 0) {
@@ -2551,7 +2554,7 @@ const onCancel = (r, h, k, code, info) => {
     }
     try {
         if (ar === undefined || ar === IN_AR) {
-            fn(as);
+            fn.call(null, as); // this === null, as futoin-asyncsteps
         } else {
             inFlowContext(ar, fn, as);
         }

@@ -954,3 +954,21 @@ test('a Timeout that only cancel handlers hear still sets state.async_stack, as 
     await loop.promise();
     assert.deepStrictEqual(Object.keys(loop.state), ['error_info', 'last_exception', 'async_stack']);
 });
+
+test('error and cancel handlers are called with this === null, as in futoin-asyncsteps', T, async () => {
+    'use strict';
+    const seen = [];
+    const r = await runFlow((as) => {
+        as.add(function(as) {
+            as.setCancel(function() {
+                seen.push(['cancel', this]);
+            });
+            as.error('E');
+        }, function(as, err) {
+            seen.push(['error handler', this]);
+            as.success();
+        });
+    });
+    assert.strictEqual(r.err, null);
+    assert.deepStrictEqual(seen, [['cancel', null], ['error handler', null]]);
+});
