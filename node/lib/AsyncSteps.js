@@ -32,6 +32,7 @@ const F_ITERS = 1024; // a loop body ran SH_ITER more iterations of its loop (JS
 const F_AWAIT = 4096; // JS only: its await() made the step itself wait (awaitImpl)
 const F_OUT = 8192; // JS only: a cancel handler's interface, its step completes no more
 const F_THREW = 16384; // JS only: its callback failed (with F_DONE): its state stays until it ends
+const F_YIELD = 32768; // JS only (hostCall()): the burst ends after this callback (promise() took it)
 
 const MODE_STEP = 0;
 const HOST_TEST = 8; // SH[8] bits for hostNext()/hostDone() (JS_HOST_* in src/addon.h)
@@ -83,6 +84,11 @@ const SH_TICKET = reg.SH_TICKET; // after a success() from outside: the ticket o
 let CUR = -1;
 let CUR_ROOT = null;
 let STEP_H = -1; // the step whose callback started last (stepStarts()), -1 in an error handler
+// promise() of a root inside a callback of another flow takes the burst, as
+// futoin-asyncsteps' promise() takes g_burst_owner for good: the steps
+// ready then go on at a later event (counted, so a callback can tell)
+let STEALS = 0;
+let STEP_STEALS = 0; // STEALS when STEP_H started
 // the step whose callback cancelled its own flow: out of service from then
 // on, as in futoin-asyncsteps (a number: no write barrier per step)
 let CANCELLED_H = -1;
@@ -945,7 +951,8 @@ const awaitImpl = (asi, root, promise, onerror) => {
         }
     };
     if (asi._h === STEP_H && asi._h === CUR && asi._f === 0 && asi._next === null && onerror === undefined &&
-        complete === null && step_as === undefined && typeof promise.cancel !== 'function') {
+        complete === null && step_as === undefined && typeof promise.cancel !== 'function' &&
+        STEALS === STEP_STEALS) {
         // the await() that ends a step: the step itself waits for the promise,
         // as the sub-step it would add does, one engine step and callback less
         // (its step function goes to the async_stack when the callback
@@ -1792,6 +1799,9 @@ class AsyncSteps {
 
     promise() {
         this._checkIdle(); // at the call, as futoin-asyncsteps' sanity check
+        if (CUR_ROOT !== null && CUR_ROOT !== this) {
+            ++STEALS; // in a callback of another flow
+        }
         return new Promise((resolve, reject) => {
             this.add((as, res) => {
                 resolve(res);
@@ -2200,6 +2210,7 @@ const stepStarts = (root, h, fn, mode) => {
         execStack(root, fn, mode);
     }
     STEP_H = h;
+    STEP_STEALS = STEALS;
     return new AsyncStepProtector(root, h);
 };
 
@@ -2605,9 +2616,13 @@ const HOST_ARGS = [undefined, undefined, undefined, undefined];
 const draining = [false, false];
 
 /* one step or error handler C handed over (r: its root, or its slot) */
-const hostCall = (r, h, code, a0, budget) => ((code & 24) === MODE_ERROR_BITS ?
-    onError(r, h, (code >>> 5) + 1, (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
-    onStep(r, h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3], budget - 1));
+const hostCall = (r, h, code, a0, budget) => {
+    const steals = STEALS;
+    const flags = (code & 24) === MODE_ERROR_BITS ?
+        onError(r, h, (code >>> 5) + 1, (code & 7) === CODE_SAME ? undefined : HOST_ARGS[0], HOST_ARGS[1]) :
+        onStep(r, h, code, a0, HOST_ARGS[1], HOST_ARGS[2], HOST_ARGS[3], budget - 1);
+    return steals === STEALS ? flags : flags | F_YIELD;
+};
 
 /* the AsyncResource whose scope JS runs in now (a flow's _ar), if any */
 let IN_AR;
@@ -2659,7 +2674,7 @@ const runHost = (testBit, nested) => {
             FREE.push(code >>> 5); // onStep cleared FNS[k]; FNS[k + 1] is empty
         }
         SH[5] = h; // a nested drain may have changed it
-        SH[8] = flags | testBit | nested | (--budget > 0 ? HOST_TAKE : 0);
+        SH[8] = (flags & ~F_YIELD) | testBit | nested | (--budget > 0 && (flags & F_YIELD) === 0 ? HOST_TAKE : 0);
         N.hostDone();
         code = SH[9];
     }

@@ -629,3 +629,32 @@ test('await() of a thenable reads then once, and the last of its synchronous set
     assert.deepStrictEqual(r.args, ['good']);
     assert.strictEqual(reads, 1);
 });
+
+test('promise() of another root inside a step takes the burst, as futoin-asyncsteps: the flow goes on at a later event', T,
+    async () => {
+        // a lookup helper failing at once: its rejection settles before the
+        // await() step runs, so the handler sees the lookup's own code
+        const lookup = (id) => $as().add((as) => {
+            if (!id) {
+                as.error('NotFound');
+            }
+            as.success({ id });
+        }).promise();
+        const r = await runFlow((as) => as.await(lookup(0)));
+        assert.strictEqual(r.err, 'NotFound');
+        const found = await runFlow((as) => as.await(lookup(7)));
+        assert.deepStrictEqual(found.args, [{ id: 7 }]);
+        const order = [];
+        await new Promise((resolve) => {
+            $as().add((as) => {
+                $as().add((as) => {}).promise();
+                Promise.resolve().then(() => order.push('microtask'));
+                as.add((as) => order.push('sub-step'));
+            }).add((as) => {
+                order.push('next');
+                resolve();
+            }).execute();
+            order.push('after execute');
+        });
+        assert.deepStrictEqual(order, ['after execute', 'microtask', 'sub-step', 'next']);
+    });
