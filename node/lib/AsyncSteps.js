@@ -83,12 +83,11 @@ const SH_TICKET = reg.SH_TICKET; // after a success() from outside: the ticket o
 // and its root
 let CUR = -1;
 let CUR_ROOT = null;
-let STEP_H = -1; // the step whose callback started last (stepStarts()), -1 in an error handler
+let STEP_H = -1; // the step whose callback started last (stepStarts()), -1 in an error handler or after promise()
 // promise() of a root inside a callback of another flow takes the burst, as
 // futoin-asyncsteps' promise() takes g_burst_owner for good: the steps
 // ready then go on at a later event (counted, so a callback can tell)
 let STEALS = 0;
-let STEP_STEALS = 0; // STEALS when STEP_H started
 // the step whose callback cancelled its own flow: out of service from then
 // on, as in futoin-asyncsteps (a number: no write barrier per step)
 let CANCELLED_H = -1;
@@ -951,8 +950,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
         }
     };
     if (asi._h === STEP_H && asi._h === CUR && asi._f === 0 && asi._next === null && onerror === undefined &&
-        complete === null && step_as === undefined && typeof promise.cancel !== 'function' &&
-        STEALS === STEP_STEALS) {
+        complete === null && step_as === undefined && typeof promise.cancel !== 'function') {
         // the await() that ends a step: the step itself waits for the promise,
         // as the sub-step it would add does, one engine step and callback less
         // (its step function goes to the async_stack when the callback
@@ -1801,6 +1799,7 @@ class AsyncSteps {
         this._checkIdle(); // at the call, as futoin-asyncsteps' sanity check
         if (CUR_ROOT !== null && CUR_ROOT !== this) {
             ++STEALS; // in a callback of another flow
+            STEP_H = -1; // its await() then adds the sub-step that runs later
         }
         return new Promise((resolve, reject) => {
             this.add((as, res) => {
@@ -2210,7 +2209,6 @@ const stepStarts = (root, h, fn, mode) => {
         execStack(root, fn, mode);
     }
     STEP_H = h;
-    STEP_STEALS = STEALS;
     return new AsyncStepProtector(root, h);
 };
 
