@@ -353,10 +353,11 @@ const checkActive = (h) => {
  * the slot) */
 const outOfService = (as) => as._h !== CUR && ((as._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(as));
 
-/* inside its callback after its success(): out of service for error(),
- * setTimeout(), successStep(), await(), break(), continue(), as in
- * futoin-asyncsteps (a second success() and add() fail the flow instead) */
-const succeededInCallback = (as) => as._h === CUR && (as._f & F_DONE) !== 0;
+/* inside its callback after its success() or its root's cancel(): out of
+ * service for error(), setTimeout(), successStep(), await(), break(),
+ * continue(), as in futoin-asyncsteps, in production mode too (after a
+ * success(), a second success() and add() fail the flow instead) */
+const endedInCallback = (as) => as._h === CUR && ((as._f & F_DONE) !== 0 || as._h === CANCELLED_H);
 
 /* a call from outside on a step whose sub-steps run, not added through
  * this interface: an error from outside ran its handler, which added steps */
@@ -1087,8 +1088,8 @@ class AsyncStepProtector {
 
     success(...args) {
         sanity(this);
-        if (outOfService(this)) {
-            throw new Error(STALE);
+        if (outOfService(this) || (this._h === CANCELLED_H && this._h === CUR)) {
+            throw new Error(STALE); // (in production mode also after root.cancel() in its callback)
         }
         if (this._f & (F_ADDED | F_AWAIT)) {
             this.error('InternalError', 'Invalid success() call');
@@ -1109,7 +1110,7 @@ class AsyncStepProtector {
 
     error(name, error_info) {
         sanity(this);
-        if (outOfService(this) || succeededInCallback(this)) {
+        if (outOfService(this) || endedInCallback(this)) {
             throw new Error(STALE);
         }
         if (movedOn(this)) {
@@ -1121,7 +1122,7 @@ class AsyncStepProtector {
 
     setTimeout(timeout_ms) {
         sanity(this);
-        if ((this._f & F_OUT) !== 0 || succeededInCallback(this)) {
+        if ((this._f & F_OUT) !== 0 || endedInCallback(this)) {
             throw new Error(STALE); // (production mode: a cancel handler's)
         }
         timeout_ms = msOf(timeout_ms);
@@ -1227,7 +1228,7 @@ class AsyncStepProtector {
 
     _loopCtl(label, code, kind) {
         sanity(this);
-        if (succeededInCallback(this)) {
+        if (endedInCallback(this)) {
             throw new Error(STALE);
         }
         label = labelKey(label);
@@ -1251,7 +1252,7 @@ class AsyncStepProtector {
 
     successStep(...args) {
         sanity(this);
-        if (succeededInCallback(this)) {
+        if (endedInCallback(this)) {
             throw new Error(STALE);
         }
         if (this._f & (F_ADDED | F_AWAIT)) {
@@ -1266,7 +1267,7 @@ class AsyncStepProtector {
 
     await(promise, onerror) {
         sanity(this);
-        if (succeededInCallback(this)) {
+        if (endedInCallback(this)) {
             throw new Error(STALE);
         }
         checkOnError(this, onerror);

@@ -701,3 +701,31 @@ test('NODE_ENV=production: success() or error() on the interface of a root-level
     assert.strictEqual(res.status, 0, res.stderr);
     assert.deepStrictEqual(JSON.parse(res.stdout), ['threw', 'threw', 'threw', 'threw', 'threw', 'threw']);
 });
+
+test('NODE_ENV=production: after root.cancel() in a step\'s callback, its success() and error() still throw', () => {
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const out = [];
+        const r = $as();
+        r.add((as) => {
+            r.cancel();
+            for (const call of [() => as.success(), () => as.error('Late')]) {
+                try {
+                    call();
+                    out.push('accepted');
+                } catch (e) {
+                    out.push('threw');
+                }
+            }
+        });
+        r.add((as) => out.push('next step ran'));
+        r.execute();
+        setTimeout(() => console.log(JSON.stringify(out)), 5);
+    `;
+    const res = spawnSync(process.execPath, ['-e', script], {
+        env: { ...process.env, NODE_ENV: 'production' },
+        encoding: 'utf8',
+    });
+    assert.strictEqual(res.status, 0, res.stderr);
+    assert.deepStrictEqual(JSON.parse(res.stdout), ['threw', 'threw']);
+});
