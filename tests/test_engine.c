@@ -876,6 +876,52 @@ static void execute_owed_runs_the_strand_of_its_ticket(void** state)
     assert_int_equal(futoin_steps_owed(NULL), 0);
 }
 
+/* waits, kept in g_kept[0], inside a plain step */
+static void f_nested_wait(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    bsi->api->add(bsi, (void*)(intptr_t)0, f_wait_keep_i, NULL);
+}
+
+/* only_ends_flow(): a waiting step whose completion only ends its flow (the
+ * last thing on the main sequence, nested in plain steps only) */
+static void only_ends_flow_tells_the_last_waiting_step(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r = g_fx.root;
+    r->api->add(r, NULL, f_nested_wait, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    assert_non_null(g_kept[0]);
+    assert_int_equal(futoin_steps_only_ends_flow(g_kept[0]), 1);
+    assert_int_equal(futoin_steps_only_ends_flow(r), 0);
+    assert_int_equal(futoin_steps_only_ends_flow(NULL), 0);
+    g_kept[0]->api->success(g_kept[0], NULL);
+    assert_int_equal(futoin_tool_run(t), 0);
+    /* a step after it, or a parallel around it: more than the end */
+    g_kept[0] = NULL;
+    r->api->add(r, NULL, f_nested_wait, NULL);
+    r->api->add(r, "end", f_trace, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    assert_int_equal(futoin_steps_only_ends_flow(g_kept[0]), 0);
+    g_kept[0]->api->success(g_kept[0], NULL);
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_trace("end");
+    g_kept[0] = NULL;
+    FutoInAsyncSteps* p = r->api->parallel(r, NULL, NULL);
+    p->api->add(p, (void*)(intptr_t)0, f_wait_keep_i, NULL);
+    r->api->execute(r, NULL, on_unhandled);
+    futoin_tool_iterate(t, 0);
+    futoin_tool_iterate(t, 0); /* the branch starts in a turn of its own */
+    assert_non_null(g_kept[0]);
+    assert_int_equal(futoin_steps_only_ends_flow(g_kept[0]), 0);
+    g_kept[0]->api->success(g_kept[0], NULL);
+    assert_int_equal(futoin_tool_run(t), 0);
+}
+
 /* futoin_steps_is_waiting(): a step waiting for an event from outside, until
  * an error from outside reaches it (a host then drops a late completion) */
 static void is_waiting_tells_a_step_that_waits_for_an_event(void** state)
@@ -2355,6 +2401,7 @@ int main(void)
             T(run_one_turn_reaching_a_parallel_runs_its_branches),
             T(branch_error_runs_parallel_handler_in_its_event_the_added_steps_later),
             T(execute_owed_runs_the_strand_of_its_ticket),
+            T(only_ends_flow_tells_the_last_waiting_step),
             T(is_waiting_tells_a_step_that_waits_for_an_event),
             T(is_waiting_tells_a_loop_body_that_waits),
             T(runs_substeps_tells_a_step_its_handler_moved_on),

@@ -2294,6 +2294,27 @@ int futoin_steps_has_queued(FutoInAsyncSteps* root)
     return claim_queued(flow_of_root(root), 0) != 0;
 }
 
+int futoin_steps_only_ends_flow(FutoInAsyncSteps* step)
+{
+    if (!step || !futoin_steps_is_native(step)) {
+        return 0;
+    }
+    const fstep* s = fstep_of(step);
+    const fstrand* st = s->strand;
+    if (s->state != FS_WAIT || !st || st != &s->flow->main || st->top != s || st->err_pending || s->q_head) {
+        return 0;
+    }
+    for (const fstep* f = s->parent; f; f = f->parent) {
+        if (f->q_head || (f->kind != FK_STEP && f->kind != FK_ROOT)) {
+            return 0;
+        }
+        if (f->kind == FK_ROOT) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 uint32_t futoin_steps_owed(FutoInAsyncSteps* step)
 {
     const fstrand* st = strand_of_step(step);

@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, deferred, T, IMPL, isPolyglot } = require('./helpers');
+const { $as, deferred, T, IMPL, isPolyglot, onTestTool } = require('./helpers');
 
 const AT = $as.AsyncToolTest;
 
@@ -741,5 +741,27 @@ test('a step timeout of 0 (or none) comes after the events queued before it, as 
         AT.callImmediate(() => out.push('imm-after'));
         AT.run();
         assert.strictEqual(out.join(' '), 'step imm-before later0-before EH Timeout imm-after', String(ms));
+    }
+}));
+
+test('a success() from an event on the last step of a flow ends the flow in that event: no event is left', T, () => onTestTool((AT) => {
+    for (const nested of [false, true]) {
+        const last = (as) => {
+            AT.callLater(() => as.success());
+            as.waitExternal();
+        };
+        const root = $as();
+        root.add(nested ? (as) => as.add(last) : last);
+        root.execute();
+        AT.nextEvent();
+        assert.strictEqual(AT.hasEvents(), false, `nested: ${nested}`);
+        assert.strictEqual(AT.getEvents().length, 0, `nested: ${nested}`);
+        // the root is idle again: a new run works at once
+        let ran = false;
+        root.add((as) => {
+            ran = true;
+        });
+        root.execute();
+        assert.strictEqual(ran, true);
     }
 }));

@@ -219,6 +219,12 @@ FUTOIN_API uint32_t futoin_steps_claim_queued(FutoInAsyncSteps* root);
  * then claims one for it, or leaves it to its next turn), 0 else. */
 FUTOIN_API int futoin_steps_has_queued(FutoInAsyncSteps* root);
 FUTOIN_API int futoin_steps_execute_owed(FutoInAsyncSteps* root, uint32_t ticket);
+/* 1 when `step` waits as the last thing its flow has to do: on the main
+ * sequence, with nothing queued after it or after any step it is nested in
+ * (plain steps only, no loop, parallel or sync section around it), so its
+ * completion only ends the flow; 0 else. A host whose reference ends such a
+ * flow inside the completing call (no event left) runs its owed strand at once. */
+FUTOIN_API int futoin_steps_only_ends_flow(FutoInAsyncSteps* step);
 /* In a cancel handler of `step`: the error code whose unwinding runs it (a
  * Timeout, an error from outside), or that of the parallel branch whose
  * failure cancels it; NULL when a cancel() runs it (or anywhere else). */
