@@ -1252,7 +1252,7 @@ class AsyncStepProtector {
 
     successStep(...args) {
         sanity(this);
-        if (endedInCallback(this)) {
+        if (outOfService(this) || endedInCallback(this)) {
             throw new Error(STALE);
         }
         if (this._f & (F_ADDED | F_AWAIT)) {
