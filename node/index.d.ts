@@ -91,14 +91,14 @@ declare namespace $as {
          * Add a sub-step. A C step (native.cstep()) takes its C error handler
          * from cstep(..., {onerror}) or a JS one here, not both.
          */
-        add(func: ExecFunc, onerror?: ErrorFunc | null): this;
-        add(step: CStep, onerror?: ErrorFunc | null): this;
+        add(func: ExecFunc, onerror?: ErrorFunc | null | false): this;
+        add(step: CStep, onerror?: ErrorFunc | null | false): this;
 
         /** Add a step whose branches (added to the result) run quasi-parallel. */
-        parallel(onerror?: ErrorFunc | null): ParallelStep;
+        parallel(onerror?: ErrorFunc | null | false): ParallelStep;
 
         /** Add a step run while `object` (Mutex, Throttle, Limiter...) is held. */
-        sync(object: ISync, func: ExecFunc, onerror?: ErrorFunc | null): this;
+        sync(object: ISync, func: ExecFunc, onerror?: ErrorFunc | null | false): this;
 
         /**
          * Raise error `name` (an FTN12 code such as Errors.InvalidRequest or
@@ -128,7 +128,7 @@ declare namespace $as {
          * value; a rejection raises PromiseReject (an Error reason, kept as
          * state.last_exception) or the rejection reason itself.
          */
-        await(promise: PromiseLike<any>, onerror?: ErrorFunc | null): this;
+        await(promise: PromiseLike<any>, onerror?: ErrorFunc | null | false): this;
 
         /** A new root AsyncSteps on the same event tool. */
         newInstance(): AsyncSteps;
@@ -165,8 +165,8 @@ declare namespace $as {
 
     /** The object parallel() returns: add() its branches. */
     interface ParallelStep {
-        add(func: ExecFunc, onerror?: ErrorFunc | null): this;
-        add(step: CStep, onerror?: ErrorFunc | null): this;
+        add(func: ExecFunc, onerror?: ErrorFunc | null | false): this;
+        add(step: CStep, onerror?: ErrorFunc | null | false): this;
         /** Set state.error_info and state.last_exception, then throw (futoin-polyglot extra). */
         error(name: string, error_info?: string): never;
         isAsyncSteps(): boolean;
@@ -286,7 +286,7 @@ declare namespace $as {
     /** Base of synchronization objects (FTN12 2.3). */
     class ISync {
         /** Add `func` as a step of `as`, run while this object is held. */
-        sync(as: AsyncSteps | AsyncStepProtector, func: ExecFunc, onerror?: ErrorFunc | null): void;
+        sync(as: AsyncSteps | AsyncStepProtector, func: ExecFunc, onerror?: ErrorFunc | null | false): void;
     }
 
     /**

@@ -131,7 +131,7 @@ const Q_ADD = 0;
 const Q_PAR = 1;
 const Q_CALL = 2; // needs a C root: fn(root) on it at execute(), or copy(target) for copyFrom()
 
-const hasEh = (onerror) => onerror !== undefined && onerror !== null;
+const hasEh = (onerror) => !!onerror; // any falsy value is none, as in futoin-asyncsteps
 
 /* as.add(cstep): a C step from futoin-polyglot/native */
 const isCStep = (f) => f !== null && typeof f === 'object' && typeof f.fn === 'bigint' &&
@@ -962,7 +962,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
         queue(CUR, OP_WAIT, 0, 0);
         return;
     }
-    const add = asi instanceof AsyncStepProtector ? (checkOnError(asi, onerror), asi._add) : asi.add;
+    const add = asi instanceof AsyncStepProtector ? (onerror = checkOnError(asi, onerror), asi._add) : asi.add;
     add.call(asi, inner, onerror);
 };
 
@@ -1051,7 +1051,7 @@ class AsyncStepProtector {
             return this;
         }
         checkFunc(this, func);
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         return this._add(func, onerror);
     }
 
@@ -1076,7 +1076,7 @@ class AsyncStepProtector {
 
     parallel(onerror) {
         sanity(this);
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         if ((this._f & F_AWAIT) !== 0) {
             awaitSubstep(this);
         }
@@ -1270,7 +1270,7 @@ class AsyncStepProtector {
         if (endedInCallback(this)) {
             throw new Error(STALE);
         }
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         awaitImpl(this, this._root, promise, onerror);
         return this;
     }
@@ -1278,7 +1278,7 @@ class AsyncStepProtector {
     sync(object, func, onerror) {
         sanity(this);
         checkFunc(this, func);
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         checkSyncObject(object);
         if (object.sync === NATIVE_SYNC) {
             // Mutex, Throttle, Limiter (sync() not overridden): checked already
@@ -1329,7 +1329,7 @@ class ParallelStep {
             return this;
         }
         checkFunc(this, func);
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         if (this._h === undefined) {
             this._branches.push(func, onerror);
         } else {
@@ -1460,7 +1460,7 @@ class AsyncSteps {
             return this._call((t) => addC(t._materialize(), func, onerror), (t) => t.add(func, onerror));
         }
         checkFunc(this, func);
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         if (this._foreign || this._direct) {
             N.add(this._h, register(func, onerror), hasEh(onerror));
             return this;
@@ -1494,7 +1494,7 @@ class AsyncSteps {
     }
 
     parallel(onerror) {
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         if (this._foreign || this._direct) {
             return new ParallelStep(this, N.parallel(this._h, register(undefined, onerror), hasEh(onerror)));
         }
@@ -1511,7 +1511,7 @@ class AsyncSteps {
             this._checkIdle(); // Top level add in execution, before anything else, as futoin-asyncsteps
         }
         checkFunc(this, func);
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         checkSyncObject(object);
         object.sync(this, func, onerror);
         return this;
@@ -1791,7 +1791,7 @@ class AsyncSteps {
     }
 
     await(promise, onerror) {
-        checkOnError(this, onerror);
+        onerror = checkOnError(this, onerror);
         awaitImpl(this, this, promise, onerror);
         return this;
     }

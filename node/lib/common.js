@@ -29,9 +29,14 @@ const checkFunc = (asi, func) => {
     lastFunc = func;
 };
 
+/* the error handler to use: undefined for any falsy value (none, as in
+ * futoin-asyncsteps: `as.add(step, cond && handler)`), else a function */
 const checkOnError = (asi, onerror) => {
-    if (onerror === undefined || onerror === null || onerror === lastEh || onerror === prevEh) {
-        return;
+    if (onerror === lastEh || onerror === prevEh) {
+        return onerror;
+    }
+    if (!onerror) {
+        return undefined;
     }
     if (typeof onerror !== 'function') {
         throw new TypeError(`error handler must be a function, got ${typeof onerror}`);
@@ -41,6 +46,7 @@ const checkOnError = (asi, onerror) => {
     }
     prevEh = lastEh;
     lastEh = onerror;
+    return onerror;
 };
 
 const noop = () => {};

@@ -22,7 +22,7 @@ class NativeSync extends ISync {
 
     sync(as, step, onerror) {
         checkFunc(as, step);
-        checkOnError(as, onerror);
+        onerror = checkOnError(as, onerror);
         if (as === null || typeof as !== 'object' || !('_h' in as)) {
             throw new TypeError('sync() needs an AsyncSteps of futoin-polyglot');
         }
@@ -41,7 +41,7 @@ class NativeSync extends ISync {
         const k = reg.allocK();
         reg.FNS[k] = step;
         reg.FNS[k + 1] = onerror;
-        const eh = onerror !== undefined && onerror !== null;
+        const eh = !!onerror;
         if (queued && this._sid !== 0) {
             reg.queue(h, OP_SYNC, this._sid, eh ? k + 1 : k);
         } else {

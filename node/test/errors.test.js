@@ -972,3 +972,22 @@ test('error and cancel handlers are called with this === null, as in futoin-asyn
     assert.strictEqual(r.err, null);
     assert.deepStrictEqual(seen, [['cancel', null], ['error handler', null]]);
 });
+
+test('a falsy error handler (false, 0, \'\', NaN) is none, as in futoin-asyncsteps: `add(step, cond && handler)`', T, async () => {
+    const { Mutex } = $as;
+    for (const none of [false, 0, '', NaN]) {
+        const r = await runFlow((as) => {
+            as.add((as) => as.success('a'), none);
+            as.parallel(none).add((as) => {});
+            as.sync(new Mutex(), (as) => {}, none);
+            as.await(Promise.resolve('b'), none);
+        });
+        assert.strictEqual(r.err, null, String(none));
+        assert.deepStrictEqual(r.args, ['b']);
+        const failed = await runFlow((as) => as.add((as) => as.error('Deep'), none));
+        assert.strictEqual(failed.err, 'Deep'); // no handler of its own: the one further out
+        const root = $as();
+        root.add((as) => as.success('root'), none);
+        assert.strictEqual(await root.promise(), 'root');
+    }
+});
