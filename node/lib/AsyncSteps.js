@@ -353,6 +353,12 @@ const checkActive = (h) => {
  * the slot) */
 const outOfService = (as) => as._h !== CUR && ((as._f & (F_DONE | F_OUT)) !== 0 || !isLiveAs(as));
 
+/* the interface of an outer step, used inside a callback of its own flow
+ * while its sub-steps run: its setCancel() and waitExternal() change nothing
+ * there, as in futoin-asyncsteps, which has no check on them */
+const outerInFlow = (as) => CUR_ROOT === as._root &&
+    ((as._f & F_MERGED) !== 0 || (as._h !== CUR && !N.isTop(as._h)));
+
 /* inside its callback after its success() or its root's cancel(): out of
  * service for error(), setTimeout(), successStep(), await(), break(),
  * continue(), as in futoin-asyncsteps, in production mode too (after a
@@ -1145,7 +1151,8 @@ class AsyncStepProtector {
         if (typeof oncancel !== 'function') {
             throw new TypeError('setCancel() expects a function');
         }
-        if ((this._f & F_OUT) !== 0 || (this._h !== CUR ? !isLiveAs(this) : this._h === CANCELLED_H)) {
+        if ((this._f & F_OUT) !== 0 || (this._h !== CUR ? !isLiveAs(this) : this._h === CANCELLED_H) ||
+            outerInFlow(this)) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         }
         const k = register(oncancel, undefined);
@@ -1160,11 +1167,14 @@ class AsyncStepProtector {
     }
 
     waitExternal() {
+        if ((this._f & F_MERGED) !== 0 && CUR_ROOT === this._root) {
+            return this; // its sub-step runs as part of it: an outer step's, as below
+        }
         if (this._h === CUR) {
             if (this._h !== CANCELLED_H) {
                 queue(CUR, OP_WAIT, 0, 0);
             }
-        } else if ((this._f & F_OUT) !== 0 || !isLiveAs(this)) {
+        } else if ((this._f & F_OUT) !== 0 || !isLiveAs(this) || outerInFlow(this)) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         } else {
             N.waitExternal(this._h);

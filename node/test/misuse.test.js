@@ -730,3 +730,29 @@ test('NODE_ENV=production: after root.cancel() in a step\'s callback, its succes
     assert.strictEqual(res.status, 0, res.stderr);
     assert.deepStrictEqual(JSON.parse(res.stdout), ['threw', 'threw']);
 });
+
+test('setCancel() or waitExternal() on an outer step\'s interface from its sub-step changes nothing: the flow goes on', T,
+    async () => {
+        // as futoin-asyncsteps, which has no check on these two; the flow
+        // stalled here (neither ending nor failing)
+        for (const call of [(outer) => outer.setCancel(() => {}), (outer) => outer.waitExternal()]) {
+            const r = await runFlow((outer) => {
+                outer.add((as) => {
+                    call(outer);
+                    as.success('inner');
+                });
+            });
+            assert.strictEqual(r.err, null);
+            assert.deepStrictEqual(r.args, ['inner']);
+            let i = 0;
+            const loop = $as();
+            loop.loop((body) => {
+                if (++i > 2) {
+                    body.break();
+                }
+                body.add((as) => call(body));
+            });
+            await loop.promise();
+            assert.strictEqual(i, 3);
+        }
+    });
