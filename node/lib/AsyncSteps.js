@@ -363,7 +363,8 @@ const outerInFlow = (as) => CUR_ROOT === as._root &&
  * service for error(), setTimeout(), successStep(), await(), break(),
  * continue(), as in futoin-asyncsteps, in production mode too (after a
  * success(), a second success() and add() fail the flow instead) */
-const endedInCallback = (as) => as._h === CUR && ((as._f & F_DONE) !== 0 || as._h === CANCELLED_H);
+const cancelledInCallback = (as) => as._h === CUR && as._h === CANCELLED_H;
+const endedInCallback = (as) => cancelledInCallback(as) || (as._h === CUR && (as._f & F_DONE) !== 0);
 
 /* a call from outside on a step whose sub-steps run, not added through
  * this interface: an error from outside ran its handler, which added steps */
@@ -1094,7 +1095,7 @@ class AsyncStepProtector {
 
     success(...args) {
         sanity(this);
-        if (outOfService(this) || (this._h === CANCELLED_H && this._h === CUR)) {
+        if (outOfService(this) || cancelledInCallback(this)) {
             throw new Error(STALE); // (in production mode also after root.cancel() in its callback)
         }
         if (this._f & (F_ADDED | F_AWAIT)) {
@@ -1167,10 +1168,7 @@ class AsyncStepProtector {
     }
 
     waitExternal() {
-        if ((this._f & F_MERGED) !== 0 && CUR_ROOT === this._root) {
-            return this; // its sub-step runs as part of it: an outer step's, as below
-        }
-        if (this._h === CUR) {
+        if (this._h === CUR && (this._f & F_MERGED) === 0) {
             if (this._h !== CANCELLED_H) {
                 queue(CUR, OP_WAIT, 0, 0);
             }

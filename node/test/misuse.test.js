@@ -12,6 +12,16 @@ const STEP_MSG = 'Step function must expect at least AsyncStep interface';
 const ONERROR_MSG = 'Error handler must take exactly two arguments';
 const STALE_MSG = 'InternalError: Unexpected call, object is out of service';
 
+/* what `script` prints as JSON, run in a child process in production mode */
+const productionOutput = (script) => {
+    const res = spawnSync(process.execPath, ['-e', script], {
+        env: { ...process.env, NODE_ENV: 'production' },
+        encoding: 'utf8',
+    });
+    assert.strictEqual(res.status, 0, res.stderr);
+    return JSON.parse(res.stdout);
+};
+
 /* expect fn() to throw the InternalError of the argument checks and leave
  * error_info in the state */
 const internalError = (root, fn, info) => {
@@ -331,12 +341,7 @@ test('NODE_ENV=production skips the argument checks', () => {
         root.execute();
         process.once('beforeExit', () => console.log(JSON.stringify(out))); // every flow ended
     `;
-    const res = spawnSync(process.execPath, ['-e', script], {
-        env: { ...process.env, NODE_ENV: 'production' },
-        encoding: 'utf8',
-    });
-    assert.strictEqual(res.status, 0, res.stderr);
-    assert.deepStrictEqual(JSON.parse(res.stdout), {
+    assert.deepStrictEqual(productionOutput(script), {
         isProduction: true,
         ran: ['no-arg step', 'second'],
     });
@@ -579,12 +584,7 @@ test('NODE_ENV=production: a root add() inside a step of its flow appends to the
         root.add((as) => ran.push('second'));
         root.execute();
     `;
-    const res = spawnSync(process.execPath, ['-e', script], {
-        env: { ...process.env, NODE_ENV: 'production' },
-        encoding: 'utf8',
-    });
-    assert.strictEqual(res.status, 0, res.stderr);
-    assert.deepStrictEqual(JSON.parse(res.stdout), ['second', 'added']);
+    assert.deepStrictEqual(productionOutput(script), ['second', 'added']);
 });
 
 test('success() or error() from outside on a step an error from outside moved on throws, silently, and fails nothing', T, () => {
@@ -695,12 +695,7 @@ test('NODE_ENV=production: success() or error() on the interface of a root-level
             console.log(JSON.stringify(out));
         }, 5);
     `;
-    const res = spawnSync(process.execPath, ['-e', script], {
-        env: { ...process.env, NODE_ENV: 'production' },
-        encoding: 'utf8',
-    });
-    assert.strictEqual(res.status, 0, res.stderr);
-    assert.deepStrictEqual(JSON.parse(res.stdout), new Array(8).fill('threw'));
+    assert.deepStrictEqual(productionOutput(script), new Array(8).fill('threw'));
 });
 
 test('NODE_ENV=production: after root.cancel() in a step\'s callback, its success() and error() still throw', () => {
@@ -723,12 +718,7 @@ test('NODE_ENV=production: after root.cancel() in a step\'s callback, its succes
         r.execute();
         setTimeout(() => console.log(JSON.stringify(out)), 5);
     `;
-    const res = spawnSync(process.execPath, ['-e', script], {
-        env: { ...process.env, NODE_ENV: 'production' },
-        encoding: 'utf8',
-    });
-    assert.strictEqual(res.status, 0, res.stderr);
-    assert.deepStrictEqual(JSON.parse(res.stdout), ['threw', 'threw']);
+    assert.deepStrictEqual(productionOutput(script), ['threw', 'threw']);
 });
 
 test('setCancel() or waitExternal() on an outer step\'s interface from its sub-step changes nothing: the flow goes on', T,
