@@ -52,6 +52,7 @@ const SH_TOUCH = 14;
 const SH_MORE = 15;
 const MORE_PAR_FAILED = 2; // SH_MORE: a branch failed a parallel whose handlers wait
 const MORE_QUEUED = 4; // SH_MORE: the flow itself goes on later (a strand of it is queued)
+const REACTION_BURST = 100; // steps that await()s' promise reactions run between two loop turns of ours
 const OP_BATCH = 2; // OP_ADD, OP_FOLLOW: a batch (src/addon.h)
 const DEAD_H = -2; // the handle of a batch's step that ended: never live, never CUR (-1 between callbacks)
 
@@ -837,7 +838,7 @@ const parallelHandlersNow = (root) => {
 
 const goOn = (root, ran) => {
     if (ran) {
-        runAlone(root._test, HOST_MORE);
+        reg.reactionSteps += runAlone(root._test, HOST_MORE);
         const more = reg.SH[SH_MORE];
         if ((more & MORE_PAR_FAILED) !== 0) {
             parallelHandlersNow(root);
@@ -893,10 +894,19 @@ const awaitImpl = (asi, root, promise, onerror) => {
             if (step_as) {
                 const as = step_as;
                 step_as = null; // not kept by the async_stack that holds its step function
-                if (isLiveAs(as)) {
+                if (!isLiveAs(as)) {
+                    // gone: the late result with it
+                } else if (reg.reactionSteps >= REACTION_BURST && !root._test) {
+                    // promise reactions ran a burst's steps since our last
+                    // loop turn: the flow goes on in the next one, so they
+                    // cannot hold the microtask queue for good, as
+                    // futoin-asyncsteps' shared burst count yields too
+                    N.awaited(as._h, result, true);
+                    reg.armImmediate();
+                } else {
                     // the flow goes on in this promise reaction, as in
                     // futoin-asyncsteps, not a loop turn (or test event) later
-                    inReaction(own, root, goOn, N.awaited(as._h, result));
+                    inReaction(own, root, goOn, N.awaited(as._h, result, false));
                 }
             } else {
                 // before its step runs: the last settlement counts, as in
@@ -2688,6 +2698,7 @@ const runHost = (testBit, nested) => {
     if (TOOL_TIMEOUTS.size !== 0) {
         sweepToolTimeouts();
     }
+    return 100 - budget;
 };
 
 /* the steps of one flow, the first one's code in SH[9] (execute(),
@@ -2696,12 +2707,11 @@ const runAlone = (test, more = 0) => {
     const which = test ? 1 : 0;
     const testBit = test ? HOST_TEST : 0;
     if (draining[which]) {
-        runHost(testBit, HOST_NESTED | more);
-        return;
+        return runHost(testBit, HOST_NESTED | more);
     }
     draining[which] = true;
     try {
-        runHost(testBit, HOST_NESTED | more);
+        return runHost(testBit, HOST_NESTED | more);
     } finally {
         draining[which] = false;
     }
@@ -2726,7 +2736,15 @@ const drainHost = (test) => {
     return 0;
 };
 
-reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, drainHost, onWake, isProduction, HOST_ARGS,
+/* a loop turn of ours runs the steps set aside */
+const turnDrains = (test) => {
+    if (!test) {
+        reg.reactionSteps = 0;
+    }
+    return drainHost(test);
+};
+
+reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, turnDrains, onWake, isProduction, HOST_ARGS,
     reg.armImmediate));
 LIVE = reg.LIVE;
 GENS = reg.GENS;

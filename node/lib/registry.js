@@ -209,7 +209,10 @@ reg.immediateRuns = () => {
     }
     return false;
 };
+// steps run from await()s' promise reactions since our last loop turn
+reg.reactionSteps = 0;
 const runImmediate = () => {
+    reg.reactionSteps = 0;
     if (reg.immediateRuns()) {
         N.runNow(true); // a loop iteration: due step timers fire too
     }

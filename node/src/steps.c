@@ -1562,12 +1562,15 @@ static int step_waits(FutoInAsyncSteps* step)
     return !futoin_steps_is_native(step) || futoin_steps_is_waiting(step);
 }
 
-/* awaited(h, value) -> whether its flow ran: success(value) of the step h
- * that waits for a promise, then its flow goes on now, alone, as flowNow()
- * (false: not one of our running roots, or not its main sequence) */
+/* awaited(h, value, later) -> whether its flow ran: success(value) of the
+ * step h that waits for a promise, then its flow goes on now, alone, as
+ * flowNow() (false: not one of our running roots, or not its main sequence,
+ * or `later`: a turn runs it) */
 static napi_value n_awaited(napi_env env, napi_callback_info info)
 {
-    GET_ARGS(2);
+    GET_ARGS(3);
+    bool later = false; /* the flow goes on at a later turn (JS yields to the event loop) */
+    napi_get_value_bool(env, argv[2], &later);
     e->sh[SH_HOST_OUT] = 0;
     hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
     if (!h) {
@@ -1594,7 +1597,7 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     if (r) {
         futoin_steps_parallel_failed(r->bsi); /* more_after() tells of this run only */
     }
-    int ran = r && !r->foreign && r->running && flow_now(e, r, NOW_STRAND, step, 0);
+    int ran = !later && r && !r->foreign && r->running && flow_now(e, r, NOW_STRAND, step, 0);
     e->sh[SH_MORE] = ran ? more_after(e, tool, r, rslot, rgen) : 0;
     napi_value out;
     NAPI_OK(napi_get_boolean(env, ran, &out));

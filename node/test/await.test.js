@@ -658,3 +658,42 @@ test('promise() of another root inside a step takes the burst, as futoin-asyncst
         });
         assert.deepStrictEqual(order, ['after execute', 'microtask', 'sub-step', 'next']);
     });
+
+test('a loop of await() on resolved promises lets the event loop turn, as futoin-asyncsteps yields every burst', T,
+    async () => {
+        // a cache hit in every iteration: the promise reactions alone would
+        // hold the microtask queue, starving timers, I/O and other flows
+        let stop = false;
+        let iters = 0;
+        setImmediate(() => {
+            stop = true;
+        });
+        const root = $as();
+        root.loop((as) => {
+            if (stop || ++iters > 100000) {
+                as.break();
+            }
+            as.await(Promise.resolve(iters));
+        });
+        await root.promise();
+        assert.strictEqual(stop, true);
+        assert.ok(iters < 1000, `${iters} iterations before a setImmediate() ran`);
+    });
+
+test('two flows of resolved await()s: the one that waits for a setImmediate() is not held up to the end', T,
+    async () => {
+        const seen = [];
+        const a = $as();
+        a.repeat(20000, (as) => {
+            as.await(Promise.resolve());
+        });
+        a.add((as) => seen.push('A'));
+        const b = $as();
+        b.add((as) => {
+            as.waitExternal();
+            setImmediate(() => as.success());
+        });
+        b.add((as) => seen.push('B'));
+        await Promise.all([a.promise(), b.promise()]);
+        assert.deepStrictEqual(seen, ['B', 'A']);
+    });
