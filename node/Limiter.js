@@ -5,7 +5,7 @@
  * period_ms, burst queue) in one object, as futoin-asyncsteps' Limiter.
  */
 
-const { NativeSync, N, onTestTool, mutexFields, throttleFields } = require('./lib/syncobj');
+const { ISync, nativeInit, nativeClass, N, onTestTool, mutexFields, throttleFields } = require('./lib/syncobj');
 const { numArg, timerMs } = require('./lib/common');
 
 const opt = (options, name, dflt) => {
@@ -42,7 +42,7 @@ class LimiterThrottle {
 }
 throttleFields(LimiterThrottle.prototype);
 
-class Limiter extends NativeSync {
+class Limiter extends ISync {
     constructor(options = {}) {
         if (options === null || typeof options !== 'object') {
             throw new TypeError('Limiter(options) expects an object');
@@ -52,12 +52,16 @@ class Limiter extends NativeSync {
         const rate = opt(options, 'rate', 1);
         const period_ms = opt(options, 'period_ms', 1000);
         const burst = opt(options, 'burst', 0);
-        super(N.limiterNew(onTestTool(), concurrent, max_queue, rate, period_ms, burst));
+        const s = N.limiterNew(onTestTool(), concurrent, max_queue, rate, period_ms, burst);
+        super();
+        nativeInit(this, s);
         // the settings and the live counts, where futoin-asyncsteps' Limiter
         // keeps them (one C object does the work of its Mutex and Throttle)
         this._mutex = Object.freeze(new LimiterMutex(this._s, concurrent, max_queue));
         this._throttle = Object.freeze(new LimiterThrottle(this._s, rate, period_ms, burst));
     }
 }
+
+nativeClass(Limiter);
 
 module.exports = Limiter;

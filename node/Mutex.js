@@ -6,16 +6,18 @@
  * DefenseRejected.
  */
 
-const { NativeSync, N, onTestTool, queueLimit, count, mutexFields } = require('./lib/syncobj');
+const { ISync, nativeInit, nativeClass, N, onTestTool, queueLimit, count, mutexFields } = require('./lib/syncobj');
 
-class Mutex extends NativeSync {
+class Mutex extends ISync {
     constructor(max = 1, max_queue = null) {
-        super(N.mutexNew(onTestTool(), count(max, 'max'), queueLimit(max_queue)));
+        super();
+        nativeInit(this, N.mutexNew(onTestTool(), count(max, 'max'), queueLimit(max_queue)));
         this._max = max;
         this._max_queue = max_queue;
     }
 }
 
+nativeClass(Mutex);
 mutexFields(Mutex.prototype); // _locked, _queue
 
 module.exports = Mutex;

@@ -5,16 +5,17 @@
  * queue of at most `max_queue` (null: unlimited) or get DefenseRejected.
  */
 
-const { NativeSync, N, onTestTool, queueLimit, count, period, throttleFields } = require('./lib/syncobj');
+const { ISync, nativeInit, nativeClass, N, onTestTool, queueLimit, count, period, throttleFields } = require('./lib/syncobj');
 const reg = require('./lib/registry');
 
-class Throttle extends NativeSync {
+class Throttle extends ISync {
     constructor(max, period_ms = 1e3, max_queue = null) {
         if (max === undefined) {
             throw new TypeError('Throttle(max, period_ms, max_queue): max is required');
         }
-        super(N.throttleNew(onTestTool(), count(max, 'max'), period(period_ms, 'period_ms'),
-            queueLimit(max_queue)));
+        const s = N.throttleNew(onTestTool(), count(max, 'max'), period(period_ms, 'period_ms'), queueLimit(max_queue));
+        super();
+        nativeInit(this, s);
         if (this._sid !== 0) {
             reg.THROTTLES[this._sid] = true; // nothing to unlock: mergeInner may enter it at once
         }
@@ -29,6 +30,7 @@ class Throttle extends NativeSync {
     }
 }
 
+nativeClass(Throttle);
 throttleFields(Throttle.prototype); // _current, _queue
 
 const PERIOD_TIMER = Object.freeze({ period: true });

@@ -20,7 +20,7 @@ const reg = require('./registry');
 const AsyncTool = require('./AsyncTool');
 const AsyncToolTest = require('./AsyncToolTest');
 const { isProduction, checkFunc, checkOnError, timerMs } = require('./common');
-const NATIVE_SYNC = require('./syncobj').NativeSync.prototype.sync;
+const NATIVE_SYNC = require('./syncobj').nativeSync;
 
 // what a callback did, read by C (JS_F_* in src/addon.h)
 const F_ADDED = 1;
@@ -2769,6 +2769,29 @@ reg.mapAnchors = (() => {
     const r = new AsyncSteps();
     return [r, new AsyncStepProtector(r, 0), new ParallelStep(r, undefined), new AsyncResource('FutoInAsyncSteps')];
 })();
+
+/* futoin-asyncsteps' own sync objects (a dependency that still requires
+ * its Mutex, Throttle or Limiter) work by setting that library's internals
+ * on the step interface: here that fails the step at once, where their
+ * section would else go unguarded or not run at all. Accessors on the
+ * prototype: instances keep their shape, and a step pays nothing. */
+const FOREIGN_SYNC = "a sync object of futoin-asyncsteps (not futoin-polyglot's Mutex, Throttle or Limiter) " +
+    'set its internals on the step; use the ones of futoin-polyglot';
+const foreignSync = {
+    get() {
+        this.error('InternalError', FOREIGN_SYNC);
+    },
+    set(v) {
+        this.error('InternalError', FOREIGN_SYNC);
+    },
+    configurable: true,
+};
+Object.defineProperties(AsyncStepProtector.prototype, {
+    _queue: foreignSync,
+    _on_cancel: foreignSync,
+    _on_error: foreignSync,
+    _call_args: foreignSync,
+});
 
 AsyncSteps.AsyncStepProtector = AsyncStepProtector;
 AsyncSteps.ParallelStep = ParallelStep;

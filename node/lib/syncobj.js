@@ -11,15 +11,16 @@ const { checkFunc, checkOnError, numArg, timerMs } = require('./common');
 
 const OP_SYNC = reg.OP_SYNC;
 
-class NativeSync extends ISync {
-    /* `s` is the external FutoInSync of the core */
-    constructor(s) {
-        super();
-        this._s = s;
-        this._sid = reg.SH[3]; // SH_RET: its id for queued syncs (0: none)
-        reg.THROTTLES[this._sid] = false; // a Throttle says otherwise
-    }
+/* the C FutoInSync `s` of the core behind `obj` (in its constructor) */
+const nativeInit = (obj, s) => {
+    obj._s = s;
+    obj._sid = reg.SH[3]; // SH_RET: its id for queued syncs (0: none)
+    reg.THROTTLES[obj._sid] = false; // a Throttle says otherwise
+};
 
+/* the methods of Mutex, Throttle and Limiter, each their own as in
+ * futoin-asyncsteps (whose classes extend ISync directly) */
+const nativeMethods = {
     sync(as, step, onerror) {
         checkFunc(as, step);
         onerror = checkOnError(as, onerror);
@@ -33,7 +34,7 @@ class NativeSync extends ISync {
         }
         reg.stepAdds(as);
         this._add(as._root, as._h, step, onerror, false);
-    }
+    },
 
     /* queued: h is the step whose callback runs, the op can wait in the
      * shared queue like add() (k is even: k | 1 says there is an onerror) */
@@ -52,8 +53,17 @@ class NativeSync extends ISync {
             root._syncLast = this;
             (root._syncs || (root._syncs = new Set())).add(this);
         }
+    },
+};
+const nativeSync = nativeMethods.sync;
+
+/* Class (extends ISync) gets the methods */
+const nativeClass = (Class) => {
+    for (const name of Object.keys(nativeMethods)) {
+        Object.defineProperty(Class.prototype, name,
+            { value: nativeMethods[name], writable: true, enumerable: false, configurable: true });
     }
-}
+};
 
 /* futoin-asyncsteps' _queue holds the waiting steps; here a snapshot of as
  * many placeholders (their count is what callers read) */
@@ -106,4 +116,7 @@ const count = (v, what) => Math.ceil(positive(v, what));
 /* a period: futoin-asyncsteps runs it on Node's timers */
 const period = (v, what) => timerMs(positive(v, what));
 
-module.exports = { NativeSync, N, onTestTool, queueLimit, positive, count, period, mutexFields, throttleFields };
+module.exports = {
+    ISync, nativeInit, nativeClass, nativeSync, N, onTestTool, queueLimit, positive, count, period, mutexFields,
+    throttleFields,
+};

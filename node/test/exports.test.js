@@ -160,6 +160,11 @@ test('Mutex, Throttle and Limiter are ISync; a bare ISync fails with NotImplemen
     assert.ok(new Mutex() instanceof ISync);
     assert.ok(new Throttle(1, 10) instanceof ISync);
     assert.ok(new Limiter() instanceof ISync);
+    for (const C of [Mutex, Throttle, Limiter]) {
+        // as there: each extends ISync itself, with a sync() of its own
+        assert.strictEqual(Object.getPrototypeOf(C), ISync, C.name);
+        assert.ok(Object.prototype.hasOwnProperty.call(C.prototype, 'sync'), C.name);
+    }
     class Bare extends ISync {}
     let ran = false;
     const r = await runFlow((as) => {

@@ -717,3 +717,39 @@ test('a Mutex subclass whose sync() calls super.sync(): its section follows an a
         assert.strictEqual(misuse.info, 'Invalid success() call');
         assert.strictEqual(calls, 2);
     });
+
+/* futoin-asyncsteps' own Mutex, Throttle and Limiter work on its internals:
+ * they set _on_cancel, _queue or _on_error on the step interface and read
+ * its _call_args (a dependency that still requires that library) */
+const foreignSync = (touch) => ({
+    sync(as, step, onerror) {
+        as.add((asp) => touch(asp, step, onerror));
+    },
+});
+
+if (isPolyglot) {
+    test('a sync object of futoin-asyncsteps fails the flow with InternalError; its section never goes silently unguarded', T,
+        async () => {
+            const touches = [
+                (asp, step, onerror) => { // its Mutex
+                    asp._on_cancel = () => {};
+                    asp._queue = [[step, onerror]];
+                },
+                (asp, step, onerror) => { // its Throttle, let in at once
+                    asp._on_error = onerror;
+                    step(asp, ...asp._call_args);
+                },
+            ];
+            for (const touch of touches) {
+                let ran = false;
+                const r = await flow((as) => {
+                    as.sync(foreignSync(touch), (as) => {
+                        ran = true;
+                    });
+                });
+                assert.strictEqual(r.err, 'InternalError');
+                assert.match(r.info, /futoin-asyncsteps/);
+                assert.strictEqual(ran, false);
+            }
+        });
+}
