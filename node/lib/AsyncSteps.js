@@ -896,13 +896,16 @@ const awaitImpl = (asi, root, promise, onerror) => {
                 step_as = null; // not kept by the async_stack that holds its step function
                 if (!isLiveAs(as)) {
                     // gone: the late result with it
-                } else if (reg.reactionSteps >= REACTION_BURST && !root._test) {
+                } else if (reg.reactionSteps >= REACTION_BURST) {
                     // promise reactions ran a burst's steps since our last
-                    // loop turn: the flow goes on in the next one, so they
-                    // cannot hold the microtask queue for good, as
-                    // futoin-asyncsteps' shared burst count yields too
+                    // loop turn: the flow goes on in the next one (virtual
+                    // time: the next test event), so they cannot hold the
+                    // microtask queue for good, as futoin-asyncsteps'
+                    // shared burst count yields too
                     N.awaited(as._h, result, true);
-                    reg.armImmediate();
+                    if (!root._test) {
+                        reg.armImmediate();
+                    }
                 } else {
                     // the flow goes on in this promise reaction, as in
                     // futoin-asyncsteps, not a loop turn (or test event) later
@@ -2736,11 +2739,9 @@ const drainHost = (test) => {
     return 0;
 };
 
-/* a loop turn of ours runs the steps set aside */
+/* a loop turn of ours (or a test event) runs the steps set aside */
 const turnDrains = (test) => {
-    if (!test) {
-        reg.reactionSteps = 0;
-    }
+    reg.reactionSteps = 0;
     return drainHost(test);
 };
 

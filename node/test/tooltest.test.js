@@ -765,3 +765,29 @@ test('a success() from an event on the last step of a flow ends the flow in that
         assert.strictEqual(ran, true);
     }
 }));
+
+test('a loop of await()s on settled promises waits for the next test event after a burst, as futoin-asyncsteps', T,
+    () => onTestTool(async (AT) => {
+        let stop = false;
+        let iters = 0;
+        AT.callLater(() => {
+            stop = true;
+        }, 0);
+        const root = $as();
+        root.loop((as) => {
+            if (stop || ++iters > 100000) {
+                as.break();
+            }
+            as.await(Promise.resolve(iters));
+        });
+        const end = root.promise();
+        // the promise reactions first, then the events, one at a time
+        await new Promise((resolve) => setImmediate(resolve));
+        while (AT.hasEvents()) {
+            AT.nextEvent();
+            await new Promise((resolve) => setImmediate(resolve));
+        }
+        await end;
+        assert.strictEqual(stop, true);
+        assert.ok(iters < 1000, `${iters} iterations before the test's event ran`);
+    }));
