@@ -52,7 +52,8 @@ const SH_TOUCH = 14;
 const SH_MORE = 15;
 const MORE_PAR_FAILED = 2; // SH_MORE: a branch failed a parallel whose handlers wait
 const MORE_QUEUED = 4; // SH_MORE: the flow itself goes on later (a strand of it is queued)
-const REACTION_BURST = 100; // steps that await()s' promise reactions run between two loop turns of ours
+const BURST = 100; // the steps a burst runs, as futoin-asyncsteps' EXEC_BURST
+const REACTION_BURST = BURST; // steps that await()s' promise reactions run between two loop turns of ours
 const OP_BATCH = 2; // OP_ADD, OP_FOLLOW: a batch (src/addon.h)
 const DEAD_H = -2; // the handle of a batch's step that ended: never live, never CUR (-1 between callbacks)
 
@@ -2660,11 +2661,12 @@ const inFlowContext = (ar, fn, ...args) => {
 
 /* run the JS steps C hands over, the first one's code in SH[9], until
  * none is left or the burst of 100 is used up; nested: HOST_NESTED (only
- * the steps of the flow that execute() started inside a step) or 0 */
+ * the steps of the flow that execute() started inside a step) or 0. Returns
+ * how much of the burst it used */
 const runHost = (testBit, nested) => {
     const SH = reg.SH;
     const NUMS = reg.nums;
-    let budget = 100;
+    let budget = BURST;
     let code = SH[9];
     while (code !== 0) {
         const h = SH[5];
@@ -2701,7 +2703,7 @@ const runHost = (testBit, nested) => {
     if (TOOL_TIMEOUTS.size !== 0) {
         sweepToolTimeouts();
     }
-    return 100 - budget;
+    return BURST - budget;
 };
 
 /* the steps of one flow, the first one's code in SH[9] (execute(),
