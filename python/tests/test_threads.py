@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from futoin_polyglot import AsyncSteps, FutoInError, Tool
+from futoin_polyglot import AsyncSteps, FutoInError, Tool, get_tool
 
 
 def worker(target):
@@ -436,3 +436,79 @@ def test_blocking_run_that_gives_up_cancels_its_flow():
     assert cancelled == [True]
     as_.add(lambda as_: as_.success(5))
     assert as_.run() == 5
+
+
+# ---- an idle root moves to the thread that runs it ----
+
+
+def _on_thread(fn):
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as e:  # noqa: BLE001 - the test reads it
+            box["error"] = e
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _made_here(log):
+    as_ = AsyncSteps()
+    as_.state.n = 41
+    as_.add(lambda as_: log.append(threading.get_ident()))
+    as_.add(lambda as_: as_.success(as_.state.n + 1))
+    return as_
+
+
+def test_a_root_made_on_this_thread_is_awaited_on_another_threads_loop():
+    # as a coroutine made here and awaited in asyncio.run() on a worker thread
+    log = []
+    as_ = _made_here(log)
+    state = as_.state
+
+    async def main():
+        return await as_
+
+    assert _on_thread(lambda: asyncio.run(main())) == 42
+    assert log and log[0] != threading.get_ident()
+    assert as_.state is state
+    # and back here, blocking, once that loop is gone: this thread's tool
+    # frees the root left here meanwhile, and the state stays the flow's
+    as_.add(lambda as_: as_.success(as_.state.n))
+    assert as_.run() == 41
+    assert as_.state is state and state.n == 41
+    get_tool().iterate()
+    assert state.n == 41
+
+
+def test_a_root_made_on_this_thread_runs_blocking_on_another_thread():
+    log = []
+    as_ = _made_here(log)
+    assert _on_thread(as_.run) == 42
+    assert log and log[0] != threading.get_ident()
+
+
+def test_a_root_made_on_a_thread_that_ended_runs_here():
+    log = []
+    as_ = _on_thread(lambda: _made_here(log))
+    assert as_.run() == 42
+    assert log == [threading.get_ident()]
+
+
+def test_a_root_given_its_tool_stays_on_it_on_another_thread():
+    tool = Tool()
+    as_ = AsyncSteps(tool)
+    as_.add(lambda as_: as_.success(1))
+
+    async def main():
+        return await as_
+
+    with pytest.raises(RuntimeError, match="tool given"):
+        _on_thread(lambda: asyncio.run(main()))
+    assert as_._tool is tool

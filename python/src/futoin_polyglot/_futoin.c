@@ -2425,14 +2425,41 @@ static void* state_dict_alloc(void* data)
     return d;
 }
 
+/* state mappings a root that moved left behind in its old root, which
+ * still holds it until freed: {address: count}, under the GIL. The old
+ * root's cleanup leaves the mapping alone (it is the new root's); the last
+ * root holding it empties it */
+static PyObject* g_moved_states;
+
+static int state_moved_note(PyObject* d, int delta)
+{
+    PyObject* key = PyLong_FromVoidPtr(d);
+    if (!key || (!g_moved_states && !(g_moved_states = PyDict_New()))) {
+        Py_XDECREF(key);
+        return -1;
+    }
+    PyObject* was = PyDict_GetItemWithError(g_moved_states, key);
+    const long n = (was ? PyLong_AsLong(was) : 0) + delta;
+    PyObject* v = n > 0 ? PyLong_FromLong(n) : NULL;
+    int rc = n > 0 ? (v ? PyDict_SetItem(g_moved_states, key, v) : -1)
+                   : (was ? PyDict_DelItem(g_moved_states, key) : 0);
+    Py_XDECREF(v);
+    Py_DECREF(key);
+    return rc != 0 ? -1 : (was != NULL);
+}
+
 static void state_dict_cleanup(void* data, void* value)
 {
     (void)data;
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject* d = value;
-    if (d) {
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    if (d && state_moved_note(d, -1) <= 0) {
+        PyErr_Clear();
         PyDict_Clear(d); /* break cycles through flows kept in state */
     }
+    PyErr_Restore(et, ev, etb);
     Py_XDECREF(d);
     PyGILState_Release(g);
 }
@@ -2549,10 +2576,20 @@ static void* state_dict_adopt(void* data)
     return data; /* the caller's reference */
 }
 
-/* _rebind(tool) -> model: an idle root of this thread moves to another tool
- * (awaited on a loop other than its tool's): a new root there with its
- * state mapping, the old root freed with its steps; Python replays the
- * recorded steps it returns */
+/* the old root of a move from another thread goes on its own loop thread
+ * (its memory is that tool's pool); at the latest when its tool is freed */
+static void let_go_posted(void* data)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    root_let_go(data); /* a KeyboardInterrupt of a cleanup stays for this thread's run */
+    PyGILState_Release(g);
+}
+
+/* _rebind(tool) -> model: an idle root moves to another tool (awaited on a
+ * loop other than its tool's, or run on another thread): a new root there
+ * with its state mapping, the old root freed with its steps (posted to its
+ * own thread when that is another one); Python replays the recorded steps
+ * it returns */
 static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
 {
     if (!PyObject_TypeCheck(tool, &ToolType)) {
@@ -2562,8 +2599,7 @@ static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
         return NULL;
     }
     FutoInAsyncSteps* old = self->bsi;
-    if (!self->owns || self->picked_tool != 1 || !futoin_steps_is_native(old) || !old->api->isValid(old)
-        || !old->api->is_same_thread(old)) {
+    if (!self->owns || self->picked_tool != 1 || !futoin_steps_is_native(old) || !old->api->isValid(old)) {
         PyErr_SetString(PyExc_RuntimeError,
                         self->picked_tool == 2 ? "this flow stays on its tool: its binary() pointer was handed out"
                         : self->picked_tool    ? "this flow belongs to another thread's tool"
@@ -2572,26 +2608,28 @@ static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
     }
     PyObject* model = self->model != Py_None ? self->model : PyList_New(0);
     FutoInAsyncSteps* root = model ? futoin_steps_new(((ToolObject*)tool)->tool) : NULL;
-    if (!root) {
+    /* the same mapping (code may hold it), left alone by the old root's cleanup */
+    PyObject* state = root ? old->api->stateVariable(old, NULL, "futoin.python.state", NULL, NULL) : NULL;
+    const int here = old->api->is_same_thread(old);
+    const int noted = root && state ? state_moved_note(state, 1) : 0;
+    if (!root || noted < 0 || (!here && futoin_tool_post(futoin_steps_tool(old), let_go_posted, old) != 0)) {
+        if (state && noted >= 0) {
+            state_moved_note(state, -1);
+        }
+        if (root) {
+            root->api->free(root);
+        }
         if (model && model != self->model) {
             Py_DECREF(model);
         }
-        return PyErr_NoMemory();
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     }
     if (model == self->model) {
         Py_INCREF(Py_None);
         self->model = Py_None; /* ours now: the replay records it again */
     }
-    /* the same mapping (code may hold it): its entries survive the old
-     * root's cleanup, which empties it */
-    PyObject* state = old->api->stateVariable(old, NULL, "futoin.python.state", NULL, NULL);
-    PyObject* entries = state ? PyDict_Copy(state) : NULL;
-    if (state && !entries) {
-        root->api->free(root);
-        return NULL;
-    }
     Py_XINCREF(state);
-    int fatal = root_let_go(old);
+    const int fatal = here ? root_let_go(old) : 0;
     self->bsi = root;
     self->spare = NULL;
     self->runs = 0;
@@ -2599,13 +2637,10 @@ static PyObject* Steps_rebind(StepsObject* self, PyObject* tool)
     Py_CLEAR(self->ctx);
     Py_INCREF(tool);
     Py_SETREF(self->tool, tool);
-    if (state && (PyDict_Update(state, entries) != 0
-                  || !root->api->stateVariable(root, state, "futoin.python.state", state_dict_adopt,
-                                               state_dict_cleanup))) {
+    if (state && !root->api->stateVariable(root, state, "futoin.python.state", state_dict_adopt, state_dict_cleanup)) {
         Py_DECREF(state);
         PyErr_Clear();
     }
-    Py_XDECREF(entries);
     if (fatal && fatal_raise()) {
         Py_XDECREF(model);
         return NULL;
