@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from futoin_polyglot import AsyncSteps, FutoInError, errors
+from futoin_polyglot import AsyncSteps, FutoInError, Mutex, errors
 
 
 def test_error_raises_immediately_and_becomes_flow_error(virtual_tool):
@@ -422,3 +422,31 @@ def test_async_stack_holds_the_failing_step_and_the_handlers_of_this_run(virtual
     with pytest.raises(FutoInError):
         root.run()
     assert seen[-1] == 2  # a new run starts a new stack
+
+
+def test_error_handlers_take_the_code_as_steps_take_values(virtual_tool):
+    # JS-style leniency, as for steps (README): a handler may ignore the
+    # code, or take more parameters (None)
+    got = []
+
+    def three(as_, code, extra):
+        got.append((code, extra))
+        as_.success("three")
+
+    class Handler:
+        def on(self, as_):
+            as_.success("method")
+
+    def fail(as_):
+        as_.error("Real", "the real error")
+
+    assert AsyncSteps(virtual_tool).add(fail, lambda as_: as_.success("none")).run() == "none"
+    assert AsyncSteps(virtual_tool).add(fail, three).run() == "three"
+    assert got == [("Real", None)]
+    assert AsyncSteps(virtual_tool).add(fail, Handler().on).run() == "method"
+    p = AsyncSteps(virtual_tool)
+    p.parallel(lambda as_: as_.success("par")).add(fail)
+    assert p.run() == "par"
+    m = AsyncSteps(virtual_tool)
+    m.sync(Mutex(tool=virtual_tool), fail, lambda as_: as_.success("sync"))
+    assert m.run() == "sync"

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import futoin_polyglot as fp
-from futoin_polyglot import AsyncSteps, FutoInError, State, Tool, errors, wrap
+from futoin_polyglot import AsyncSteps, FutoInError, Mutex, State, Tool, errors, wrap
 
 
 # ---- add / chaining / levels ----
@@ -1088,6 +1088,25 @@ def test_async_def_steps_are_refused_clearly(virtual_tool):
     with pytest.raises(FutoInError) as ei:
         as_.run()
     assert ei.value.code == "TypeError" and "await_" in ei.value.info
+
+
+@pytest.mark.parametrize("how", ["add", "loop", "repeat", "for_each", "sync", "sync onerror", "parallel add"])
+def test_async_def_is_refused_at_the_call_by_every_method_taking_a_step(virtual_tool, how):
+    async def body(as_, *args):
+        pass
+
+    as_ = AsyncSteps(virtual_tool)
+    calls = {
+        "add": lambda: as_.add(body),
+        "loop": lambda: as_.loop(body),
+        "repeat": lambda: as_.repeat(2, body),
+        "for_each": lambda: as_.for_each([1], body),
+        "sync": lambda: as_.sync(Mutex(), body),
+        "sync onerror": lambda: as_.sync(Mutex(), lambda as_: None, body),
+        "parallel add": lambda: as_.parallel().add(body),
+    }
+    with pytest.raises(TypeError, match="async def"):
+        calls[how]()
 
 
 def test_arity_of_partial_and_callable_objects(virtual_tool):

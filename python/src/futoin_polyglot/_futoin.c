@@ -538,6 +538,7 @@ typedef struct pyfrag
     PyObject* tool;
     int nargs;   /* how many received values func takes (-1: all) */
     int nreq;    /* how many it requires (missing ones are None) */
+    int ehargs;  /* how many onerror takes after as_: the code, none, or Nones past it */
     unsigned run; /* a root-level step's: its root's runs when it was added */
     uint8_t root_mem; /* in its root's memory: reused once its run is long over */
     uint8_t flow_mem; /* in its flow's memory (pyfrag_new()), not a handle's or C code's (the GC may see it) */
@@ -712,6 +713,18 @@ done:
     }
 }
 
+#define EH_ARGS_MAX 4
+
+/* func's and onerror's arity: onerror(as_, code) is as lenient as a step */
+static void frag_arity(pyfrag* f)
+{
+    arity_of(f->func, 1, &f->nargs, &f->nreq);
+    int n = 1, req = 0;
+    arity_of(f->onerror, 1, &n, &req);
+    n = n < 0 ? 1 : n > 1 ? 1 : n;
+    f->ehargs = req > n ? (req < EH_ARGS_MAX ? req : EH_ARGS_MAX) : n;
+}
+
 static pyfrag* pyfrag_new(StepsObject* self, FutoInAsyncSteps* owner, PyObject* func, PyObject* onerror, PyObject* tool)
 {
     pyfrag* f;
@@ -735,7 +748,7 @@ static pyfrag* pyfrag_new(StepsObject* self, FutoInAsyncSteps* owner, PyObject* 
     f->tool = tool;
     f->next = NULL;
     f->pprev = NULL;
-    arity_of(func, 1, &f->nargs, &f->nreq);
+    frag_arity(f);
     return f;
 }
 
@@ -1201,10 +1214,10 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
     if (c) {
         StepsObject* v = view_new(bsi, f->tool);
         if (v) {
-            PyObject* argv[2] = {(PyObject*)v, c};
+            PyObject* argv[1 + EH_ARGS_MAX] = {(PyObject*)v, c, Py_None, Py_None, Py_None};
             PyObject* ctx = flowctx_enter(bsi);
             v->in_cb = 1;
-            PyObject* r = PyObject_Vectorcall(f->onerror, argv, 2, NULL);
+            PyObject* r = PyObject_Vectorcall(f->onerror, argv, 1 + (size_t)f->ehargs, NULL);
             v->in_cb = 0;
             flowctx_exit(ctx);
             if (!r) {
@@ -1351,6 +1364,20 @@ static int check_step(StepsObject* self, const char* what)
 static int step_callable(PyObject* o)
 {
     return PyCallable_Check(o) && !PyObject_TypeCheck(o, &StepsType);
+}
+
+/* a step function or loop body: callable and not an async def */
+static int body_check(PyObject* o, const char* what)
+{
+    if (!step_callable(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be callable, not %.100s", what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (is_async_def(o)) {
+        PyErr_Format(PyExc_TypeError, "%s is an async def: " ASYNC_HINT, what);
+        return -1;
+    }
+    return 0;
 }
 
 static int callable_or_none(PyObject* o, const char* what)
@@ -1765,8 +1792,7 @@ static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
         || parse_label(label, &l)) {
         return NULL;
     }
-    if (!step_callable(func)) {
-        PyErr_SetString(PyExc_TypeError, "loop body must be callable");
+    if (body_check(func, "loop body")) {
         return NULL;
     }
     pyfrag* f = pyfrag_new(self, self->bsi, func, NULL, self->tool);
@@ -1809,8 +1835,7 @@ static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
         PyErr_SetString(PyExc_ValueError, "repeat count must be >= 0");
         return NULL;
     }
-    if (!step_callable(func)) {
-        PyErr_SetString(PyExc_TypeError, "repeat body must be callable");
+    if (body_check(func, "repeat body")) {
         return NULL;
     }
     pyfrag* f = pyfrag_new(self, self->bsi, func, NULL, self->tool);
@@ -2008,8 +2033,7 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
         || callable_or_none(onerror, "onerror")) {
         return NULL;
     }
-    if (!step_callable(func)) {
-        PyErr_SetString(PyExc_TypeError, "step function must be callable");
+    if (body_check(func, "step function")) {
         return NULL;
     }
     PyObject* adapter = NULL;
@@ -3969,8 +3993,7 @@ static PyObject* mod_step_handle(PyObject* m, PyObject* args)
     if (!PyArg_ParseTuple(args, "O|O:step_handle", &func, &tool)) {
         return NULL;
     }
-    if (!step_callable(func)) {
-        PyErr_SetString(PyExc_TypeError, "step must be callable");
+    if (body_check(func, "step")) {
         return NULL;
     }
     if (tool != Py_None && !PyObject_TypeCheck(tool, &ToolType)) {
@@ -3984,7 +4007,7 @@ static PyObject* mod_step_handle(PyObject* m, PyObject* args)
     Py_INCREF(tool);
     f->func = func;
     f->tool = tool;
-    arity_of(func, 1, &f->nargs, &f->nreq);
+    frag_arity(f);
     PyObject* owner = PyCapsule_New(f, "futoin.step_handle", NULL);
     if (!owner) {
         return NULL;
@@ -4013,8 +4036,7 @@ static PyObject* mod_fragment(PyObject* m, PyObject* args)
     if (!PyArg_ParseTuple(args, "O|OO:fragment", &func, &onerror, &tool)) {
         return NULL;
     }
-    if (!step_callable(func) || (onerror != Py_None && !step_callable(onerror))) {
-        PyErr_SetString(PyExc_TypeError, "fragment callbacks must be callable");
+    if (body_check(func, "fragment step") || (onerror != Py_None && body_check(onerror, "fragment onerror"))) {
         return NULL;
     }
     pyfrag* f = PyMem_Calloc(1, sizeof(pyfrag));
@@ -4026,7 +4048,7 @@ static PyObject* mod_fragment(PyObject* m, PyObject* args)
     f->func = func;
     f->onerror = onerror == Py_None ? NULL : (Py_INCREF(onerror), onerror);
     f->tool = tool;
-    arity_of(func, 1, &f->nargs, &f->nreq);
+    frag_arity(f);
     return Py_BuildValue("(NNNNNN)", PyLong_FromVoidPtr((void*)(uintptr_t)tr_exec),
                          PyLong_FromVoidPtr(f->onerror ? (void*)(uintptr_t)tr_error : NULL),
                          PyLong_FromVoidPtr((void*)(uintptr_t)tr_loop),
