@@ -765,3 +765,31 @@ def test_tool_callbacks_refuse_a_coroutine_function(virtual_tool):
 def test_address_errors_name_the_address():
     with pytest.raises(ValueError, match=r"^0x10000 "):
         wrap(0x10000)
+
+
+def test_a_cancel_handlers_as_cannot_complete_its_cancelled_step(virtual_tool):
+    # as in the JS reference (there: InternalError): the step is cancelled,
+    # success() or error() on it would only be ignored; state stays readable
+    out = []
+
+    def step(as_):
+        def on_cancel(as_):
+            out.append(as_.state["n"])
+            for name, call in [("success", lambda: as_.success(1)), ("error", lambda: as_.error("X")),
+                               ("set_timeout", lambda: as_.set_timeout(5)),
+                               ("wait_external", as_.wait_external),
+                               ("set_cancel", lambda: as_.set_cancel(lambda as_: None)),
+                               ("break_loop", as_.break_loop)]:
+                with pytest.raises(RuntimeError, match="cancel"):
+                    call()
+                out.append(name)
+
+        as_.set_cancel(on_cancel)
+
+    root = AsyncSteps(virtual_tool)
+    root.state["n"] = 7
+    root.add(step)
+    root.execute()
+    virtual_tool.iterate()
+    root.cancel()
+    assert out == [7, "success", "error", "set_timeout", "wait_external", "set_cancel", "break_loop"]

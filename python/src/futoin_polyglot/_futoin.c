@@ -344,6 +344,7 @@ typedef struct StepsObject
     int picked_tool;  /* roots: AsyncSteps() picked its tool (none given): it may move (_rebind);
                        * 2: not since binary() handed its pointer out */
     int in_cb;        /* inside this step's execute/error callback */
+    int in_cancel;    /* the view a cancel handler gets: its step completes no more */
     struct viewlink* link; /* a step view kept past its callback: told when its step ends */
     int went_on;      /* in its callback: success(), add() ... (an error handler recovered) */
     struct StepsObject* par_root; /* a root-level parallel's view: the root its branches' callbacks are listed on */
@@ -1268,7 +1269,9 @@ static void tr_cancel(FutoInAsyncSteps* bsi, void* data)
     if (v) {
         PyObject* argv[1] = {(PyObject*)v};
         PyObject* ctx = flowctx_enter(bsi);
+        v->in_cancel = 1;
         PyObject* r = PyObject_Vectorcall(f->func, argv, 1, NULL);
+        v->in_cancel = 0;
         flowctx_exit(ctx);
         if (!r) {
             /* a cancel handler cannot fail the flow: report and go on */
@@ -1348,6 +1351,17 @@ static int check_addable(StepsObject* self)
 
 /* usable, and the interface of a step: success(), setTimeout() & co. on a
  * root of ours only printed a misuse line */
+/* in its cancel handler, a step is cancelled: nothing completes it, as the
+ * JS reference's InternalError there (state stays readable) */
+static int check_not_cancelled(StepsObject* self, const char* what)
+{
+    if (self->in_cancel) {
+        PyErr_Format(PyExc_RuntimeError, "%s in a cancel handler: its step is cancelled", what);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_step(StepsObject* self, const char* what)
 {
     if (check_usable(self)) {
@@ -1357,7 +1371,7 @@ static int check_step(StepsObject* self, const char* what)
         PyErr_Format(PyExc_RuntimeError, "%s is for the interface of a step (as_ in its callback), not a root", what);
         return -1;
     }
-    return 0;
+    return check_not_cancelled(self, what);
 }
 
 /* a callback: callable, but no AsyncSteps (calling one is its success()) */
@@ -1616,7 +1630,8 @@ static PyObject* Steps_error(StepsObject* self, PyObject* args, PyObject* kw)
     static char* kwlist[] = {"code", "info", NULL};
     PyObject* code;
     PyObject* info = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|O:error", kwlist, &code, &info) || check_usable(self)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|O:error", kwlist, &code, &info) || check_usable(self)
+        || check_not_cancelled(self, "error()")) {
         return NULL;
     }
     if (info != Py_None && !PyUnicode_Check(info)) {
