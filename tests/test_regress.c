@@ -595,6 +595,85 @@ static void loop_label_lost_to_oom_fails_the_flow(void** state)
     assert_trace("unhandled:InternalError:loop(): out of memory for its label");
 }
 
+/* 13. a completion that comes after its step timed out (a worker's reply
+ * late, from another thread or the loop thread) must not complete a later
+ * step that the pool gave the same memory */
+static FutoInAsyncSteps* g_late;
+static int g_late_from_thread;
+
+static void* late_success_thread(void* arg)
+{
+    (void)arg;
+    g_late->api->success(g_late, NULL);
+    return NULL;
+}
+
+static void late_success(void* data)
+{
+    (void)data;
+    if (g_late_from_thread) {
+        pthread_t th;
+        pthread_create(&th, NULL, late_success_thread, NULL);
+        pthread_join(th, NULL); /* posted: the loop takes it next */
+    } else {
+        late_success_thread(NULL);
+    }
+}
+
+static void late_times_out(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    g_late = bsi;
+    bsi->api->setTimeout(bsi, 10);
+    bsi->api->sched_deferred(bsi, 100, NULL, late_success); /* the reply, late */
+}
+
+static void late_waits_own(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    trace("wait");
+    bsi->api->setTimeout(bsi, 300);
+}
+
+static void late_adds(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    for (int i = 0; i < 4; ++i) { /* steps enough to take any memory just freed */
+        bsi->api->add(bsi, NULL, late_waits_own, NULL);
+    }
+}
+
+static void late_eh(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    trace("%s@%u", code, (unsigned)futoin_tool_now(g_fx.tool));
+    bsi->api->success(bsi, NULL);
+}
+
+static void late_completion_of_timed_out_step(int from_thread)
+{
+    g_late_from_thread = from_thread;
+    g_fx.root->api->add(g_fx.root, NULL, late_times_out, late_eh);
+    g_fx.root->api->add(g_fx.root, NULL, late_adds, late_eh);
+    run_root();
+    assert_trace("Timeout@10|wait|Timeout@310");
+}
+
+static void late_success_from_thread_after_timeout_completes_no_other_step(void** state)
+{
+    (void)state;
+    late_completion_of_timed_out_step(1);
+}
+
+static void late_success_on_loop_after_timeout_completes_no_other_step(void** state)
+{
+    (void)state;
+    late_completion_of_timed_out_step(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,6 +689,8 @@ int main(void)
             T(error_code_lost_to_oom_is_not_the_previous_one),
             T(cross_thread_success_out_of_memory_cleans_values),
             T(loop_label_lost_to_oom_fails_the_flow),
+            T(late_success_from_thread_after_timeout_completes_no_other_step),
+            T(late_success_on_loop_after_timeout_completes_no_other_step),
     };
     return cmocka_run_group_tests_name("regress", tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #define FTN_HIDDEN __attribute__((visibility("hidden")))
 #define FTN_LIKELY(x) __builtin_expect(!!(x), 1)
 #define FTN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define FTN_NOINLINE __attribute__((noinline))
 
 /* ---- allocation (alloc.c) ---- */
 FTN_HIDDEN void* ftn_malloc(size_t size);
@@ -139,6 +140,8 @@ struct FutoInAsyncTool_
     fpool task_pool;
     /* step engine pools (steps.c) */
     fpool step_pool;
+    struct fstep* cool_head; /* steps that ended while waiting, oldest first, out of step_pool for a while */
+    struct fstep* cool_tail;
     fpool strand_pool;
     fpool small_pool; /* stack() allocations up to FTN_SMALL_ALLOC */
     struct fflow* free_flows;
@@ -268,8 +271,15 @@ enum fflags
     F_LOCKED = 1 << 4,   /* FK_SYNC: lock acquired */
     F_BREAK = 1 << 5,    /* FK_LOOP/REPEAT: leave after the current children */
     F_DEFER = 1 << 6,    /* futoin_steps_defer_after(): off the fast path, post_exec() clears it */
-    F_FRESH = 1 << 7     /* FK_LOOP/REPEAT: its first iteration is part of the loop step's own turn */
+    F_FRESH = 1 << 7,    /* FK_LOOP/REPEAT: its first iteration is part of the loop step's own turn */
+    F_EXPOSED = 1 << 8,  /* it waited for a completion from outside: its pointer may be held there */
+    F_TOLD = 1 << 9      /* its own completion (success, error) came from outside while it waited */
 };
+
+/* How long the memory of a step that waited and ended without its own
+ * completion (a timeout, a cancel) stays unused: a reply coming late
+ * through its pointer finds it ended, not a later step in its place */
+#define FTN_REUSE_DELAY_MS 10000u
 
 typedef struct falloc
 {

@@ -22,9 +22,15 @@ static void run_fresh_branches(fflow* fl, uint32_t gen);
 
 /* ---- pools ---- */
 
+static void steps_uncool(FutoInAsyncTool* t);
+
 static fstep* step_get(fflow* fl)
 {
-    fstep* s = fpool_get(&fl->tool->step_pool);
+    FutoInAsyncTool* t = fl->tool;
+    if (FTN_UNLIKELY(!t->step_pool.free_list) && t->cool_head) {
+        steps_uncool(t); /* before the pool grows */
+    }
+    fstep* s = fpool_get(&t->step_pool);
     if (FTN_UNLIKELY(!s)) {
         return NULL;
     }
@@ -62,6 +68,39 @@ static inline void step_retire(fstep* s)
     ++s->gen;
 }
 
+/* A step that ended while something outside may still hold its pointer
+ * (it waited, and no completion of its own came) is set aside for
+ * FTN_REUSE_DELAY_MS: a late success() through it is reported as for an
+ * ended step instead of completing the step that reuses the memory. */
+static FTN_NOINLINE void step_cool(FutoInAsyncTool* t, fstep* s)
+{
+    s->next = NULL;
+    s->timer_gen = ftool_now(t); /* set aside: when it ended (no timer now) */
+    if (t->cool_tail) {
+        t->cool_tail->next = s;
+    } else {
+        t->cool_head = s;
+    }
+    t->cool_tail = s;
+}
+
+/* back to the pool: the steps set aside long enough */
+static FTN_NOINLINE void steps_uncool(FutoInAsyncTool* t)
+{
+    const uint64_t now = ftool_now(t);
+    fstep* s = t->cool_head;
+    while (s && now >= s->timer_gen + FTN_REUSE_DELAY_MS) {
+        fstep* next = s->next;
+        ++s->gen; /* a post made while it was set aside is stale too */
+        fpool_put(&t->step_pool, s);
+        s = next;
+    }
+    t->cool_head = s;
+    if (!s) {
+        t->cool_tail = NULL;
+    }
+}
+
 /* A step back to the pool, with the host's data of its own (host_add()). */
 static inline void step_put(FutoInAsyncTool* t, fstep* s)
 {
@@ -73,6 +112,10 @@ static inline void step_put(FutoInAsyncTool* t, fstep* s)
         }
     }
     s->state = FS_FREE;
+    if (FTN_UNLIKELY((s->flags & (F_EXPOSED | F_TOLD)) == F_EXPOSED)) {
+        step_cool(t, s);
+        return;
+    }
     fpool_put(&t->step_pool, s);
 }
 
@@ -637,6 +680,7 @@ static void post_exec(fstrand* st, fstep* c)
         c->state = FS_SUB;
     } else if (fl & F_WAIT) {
         c->state = FS_WAIT;
+        c->flags |= F_EXPOSED;
     } else {
         frame_pop(st, c); /* implicit success */
     }
@@ -915,7 +959,7 @@ static int strand_unwind(fstrand* st, uint32_t budget)
 
     if (f->eh && !(f->flags & F_EH_USED)) {
         frame_drop_queue(f->flow->tool, f);
-        f->flags = (uint16_t)((f->flags & F_LOCKED) | F_EH_USED);
+        f->flags = (uint16_t)((f->flags & (F_LOCKED | F_EXPOSED | F_TOLD)) | F_EH_USED);
         f->state = FS_EH;
         st->err_pending = 0;
         if (f->eh == f->flow->tool->host_eh) {
@@ -1108,6 +1152,7 @@ static void feng_external_error(fstep* s, const char* code, const char* info)
             fprintf(stderr, "futoin: %s: %s after completion (ignored)\n", code, info ? info : "");
             return;
         }
+        s->flags |= F_TOLD;
         strand_set_external_error(st, code, info);
         strand_schedule(st);
     } else {
@@ -1242,6 +1287,7 @@ void feng_success(fstep* s, FutoInArgs* args)
             return;
         }
         st->owed = ftool_ticket(st->flow->tool); /* a completion from outside: the host's event for it */
+        s->flags |= F_TOLD;
         strand_schedule(st);
         break;
     }
