@@ -560,6 +560,31 @@ static void sync_without_api(void** s)
     assert_trace("");
 }
 
+/* add() from outside on a parallel whose branches run, or on a step that
+ * waits: the report says which, not "completed step" */
+static FutoInAsyncSteps* g_par;
+static FutoInAsyncSteps* g_waiting;
+
+MISUSE_STEP(m_par_waits, { g_waiting = bsi; bsi->api->waitExternal(bsi); })
+
+static void add_on_running_parallel_or_waiting_step_says_so(void** s)
+{
+    (void)s;
+    g_par = g_fx.root->api->parallel(g_fx.root, NULL, NULL);
+    g_par->api->add(g_par, NULL, m_par_waits, NULL);
+    g_fx.root->api->execute(g_fx.root, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_non_null(g_waiting);
+    stderr_capture();
+    g_par->api->add(g_par, NULL, m_par_waits, NULL);
+    const char* err = stderr_captured();
+    assert_non_null(strstr(err, "add() on a parallel whose branches run"));
+    /* on the waiting step itself: it fails, with what was wrong */
+    g_waiting->api->add(g_waiting, NULL, m_par_waits, NULL);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("unhandled:InternalError:add() on a step that waits");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -584,6 +609,7 @@ int main(void)
             T(execute_twice_reports_to_second_callback),
             T(free_of_step_is_ignored),
             T(parallel_misuse_returns_harmless_object),
+            T(add_on_running_parallel_or_waiting_step_says_so),
             T(set_timeout_outside_callback_is_ignored),
             T(unhandled_without_callback_drops_flow),
             T(root_freed_from_its_own_callback),

@@ -1240,7 +1240,9 @@ fstep* feng_add(fstep* s, int kind, void* data)
         if (feng_outer_misuse(s, kind == FK_PARALLEL ? "parallel()" : "add()")) {
             return NULL;
         }
-        feng_misuse(s, "add() on a completed step");
+        feng_misuse(s, s->state == FS_PAR    ? "add() on a parallel whose branches run"
+                       : s->state == FS_WAIT ? "add() on a step that waits"
+                                             : "add() on a completed step");
         return NULL;
     }
     fstep* c = enqueue_child(s, kind);
