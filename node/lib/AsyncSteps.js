@@ -192,6 +192,7 @@ const resumeFlow = (root, ticket) => {
     if (!again && last) {
         N.runNow(true); // whatever else is ready
     }
+    reg.sweep();
 };
 
 /* the strands of root's flow queued with no turn on its way go on in a
@@ -1369,6 +1370,8 @@ class ParallelStep {
     }
 }
 
+let EXECUTED_H; // the handle of the run the last execute() started
+
 /* a model's root-level calls, replayed by copyFrom() */
 const copyModel = (target, other) => {
     const ops = other !== null && typeof other === 'object' ? other._ops : undefined;
@@ -1647,6 +1650,7 @@ class AsyncSteps {
         runAlone(test);
         reg.SH[SH_OWNER] = owner; // execute() gives the burst back, as there
         reg.SH[SH_OWNER_BR] = ownerBr;
+        EXECUTED_H = h; // (a run that ended is swept already: promise() takes it here)
         if (this._running && !reg.finPending(this)) {
             if (!test && !draining[0] && N.readyNow()) {
                 // its next step is ready (a parallel ended): it goes on through
@@ -1829,9 +1833,11 @@ class AsyncSteps {
                 resolve(res);
             });
             this._reject = reject;
+            EXECUTED_H = undefined;
             this.execute();
-            if (this._h !== undefined) {
-                reg.SH[SH_OWNER] = this._h; // promise() keeps the burst, as there
+            const h = this._h !== undefined ? this._h : EXECUTED_H;
+            if (h !== undefined) {
+                reg.SH[SH_OWNER] = h; // promise() keeps the burst, as there (its run may have ended)
                 reg.SH[SH_OWNER_BR] = 0;
             }
         });
@@ -2719,6 +2725,7 @@ const runAlone = (test, more = 0) => {
         return runHost(testBit, HOST_NESTED | more);
     } finally {
         draining[which] = false;
+        reg.sweep(); // runs that ended here let go of their steps now (no later flow may come)
     }
 };
 
@@ -2744,7 +2751,9 @@ const drainHost = (test) => {
 /* a loop turn of ours (or a test event) runs the steps set aside */
 const turnDrains = (test) => {
     reg.reactionSteps = 0;
-    return drainHost(test);
+    const r = drainHost(test);
+    reg.sweep();
+    return r;
 };
 
 reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, turnDrains, onWake, isProduction, HOST_ARGS,

@@ -123,6 +123,19 @@ reg.drainFin = () => {
     }
 };
 
+/* roots whose runs ended and callback indices C released, taken now: as
+ * the event loop goes idle after a turn, an await() continuation or an
+ * execute() (else what their steps captured waits for a later flow) */
+reg.sweep = () => {
+    const SH = reg.SH;
+    if (SH[SH_FIN_N] !== 0 || SH[SH_FIN_MORE] !== 0) {
+        reg.drainFin();
+    }
+    if (SH[SH_FREED_N] !== 0 || SH[SH_SPILL] !== 0) {
+        drainFreed();
+    }
+};
+
 /* queue op(a, b) for the step or root with handle h (0: the root being
  * executed); C applies the queue before anything else touches a flow */
 /* as(step interface or root) adds a step through a sync object's own
@@ -216,6 +229,7 @@ const runImmediate = () => {
     if (reg.immediateRuns()) {
         N.runNow(true); // a loop iteration: due step timers fire too
     }
+    reg.sweep();
 };
 /* fn(arg, arg2) in a setImmediate() queued now */
 reg.queueImmediate = (fn, arg, arg2) => {

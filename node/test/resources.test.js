@@ -134,6 +134,41 @@ test('step interfaces are not kept once their flow ended', () => {
     assert.ok(alive <= 2, `${alive} of ${refs} step interfaces still alive after their flows ended`);
 });
 
+test('flows that ended keep nothing their steps captured while the process idles', () => {
+    // ended by a step timeout (in a timer event), after an await() (in a
+    // promise reaction), at once inside execute() called from a Node timer
+    // (no turn of ours), and by waitExternal() completed from a timer: no
+    // later flow comes to sweep them
+    const { spawnSync } = require('child_process');
+    const script = `
+        const $as = require(${JSON.stringify(require('./helpers').IMPL)});
+        const refs = [];
+        const big = () => { const o = { data: new Array(1000).fill(1) }; refs.push(new WeakRef(o)); return o; };
+        const track = (root) => { refs.push(new WeakRef(root)); return root; };
+        for (let i = 0; i < 20; ++i) {
+            const a = big();
+            track($as()).add((as) => { a.data.length; as.setTimeout(1); }, (as, err) => as.success()).execute();
+            const b = big();
+            track($as()).add((as) => as.await(Promise.resolve(b.data.length))).execute();
+            const c = big();
+            setTimeout(() => track($as()).add((as) => { c.data.length; }).execute(), 2);
+            const d = big();
+            track($as()).add((as) => { d.data.length; as.waitExternal(); setTimeout(() => as.success(), 3); }).execute();
+        }
+        setTimeout(() => {
+            global.gc();
+            const alive = refs.filter((r) => r.deref() !== undefined).length;
+            console.log(JSON.stringify({ refs: refs.length, alive }));
+        }, 100);
+    `;
+    const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' });
+    assert.strictEqual(r.status, 0, r.stderr);
+    const { refs, alive } = JSON.parse(r.stdout);
+    assert.strictEqual(refs, 20 * 8);
+    // a few of the last ones may stay in V8's caches (futoin-asyncsteps: 5)
+    assert.ok(alive <= 10, `${alive} of ${refs} objects of ended flows still held`);
+});
+
 test('more flows ending in one loop turn than C can list at once are all finished for JS', T, async () => {
     // C lists the roots that finished for JS to forget; past the list's
     // room they were dropped: those roots stayed running for good
