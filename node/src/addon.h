@@ -238,7 +238,7 @@ struct jsenv
     uint32_t* sync_next; /* free ids, linked */
     uint32_t nsyncs, capsyncs, free_sync; /* free_sync: a free id + 1, 0: none */
     hslot* slots;
-    uint32_t nslots, capslots, free_slot, free_tail;
+    uint32_t nslots, free_slot, free_tail;
     uint32_t nfree; /* slots on the free list */
     uint32_t maxslots; /* JH_SLOTS; FUTOIN_POLYGLOT_MAX_HANDLES lowers it (tests of a full table) */
     struct jlazy

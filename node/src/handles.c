@@ -8,6 +8,7 @@
 #include "addon.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #define SLOT_BITS JH_SLOT_BITS
 #define SLOT_MASK (JH_SLOTS - 1)
@@ -23,26 +24,22 @@ uint32_t jh_alloc(jsenv* e, FutoInAsyncSteps* bsi, jroot* root, uint8_t kind)
             e->free_tail = 0;
         }
     } else {
-        if (e->nslots == e->capslots) {
-            uint32_t max = e->maxslots ? e->maxslots : JH_SLOTS;
-            if (e->capslots >= max) {
-                return 0; /* every slot in use */
-            }
-            uint32_t cap = e->capslots ? e->capslots * 2 : 256;
-            if (cap > max) {
-                cap = max;
-            }
-            hslot* n = realloc(e->slots, cap * sizeof(hslot));
-            if (!n) {
+        uint32_t max = e->maxslots ? e->maxslots : JH_SLOTS;
+        if (e->nslots >= max) {
+            return 0; /* every slot in use */
+        }
+        if (!e->slots) {
+            /* the whole table at once, as address space: pages are backed as
+             * slots reach them, and it never moves, so a slot pointer held
+             * across a call that runs JS (a cancel handler takes handles)
+             * stays valid */
+            void* n = mmap(NULL, (size_t)JH_SLOTS * sizeof(hslot), PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (n == MAP_FAILED) {
                 return 0;
             }
-            e->slots = n;
-            e->capslots = cap;
-            if (e->nslots == 0) {
-                e->slots[0].gen = 0; /* slot 0 is never handed out */
-                e->slots[0].kind = HK_FREE;
-                e->nslots = 1;
-            }
+            e->slots = n; /* zero-filled: every slot HK_FREE */
+            e->nslots = 1; /* slot 0 is never handed out */
         }
         s = e->nslots++;
         e->slots[s].gen = 1;

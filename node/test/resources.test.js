@@ -169,6 +169,26 @@ test('flows that ended keep nothing their steps captured while the process idles
     assert.ok(alive <= 10, `${alive} of ${refs} objects of ended flows still held`);
 });
 
+test('root.cancel() whose cancel handlers take handles while the handle table grows', () => {
+    // the table moved under a cancel() that kept a pointer into it (a use
+    // after free the ASan run of these tests sees)
+    let cancelled = 0;
+    const onCancel = () => ++cancelled;
+    const waiting = () => $as().add((as) => as.setCancel(onCancel)).execute();
+    const keep = [];
+    for (let i = 0; i < 1500; i++) {
+        // flows that stay make the table grow; each cancel() runs a handler
+        keep.push(i % 2 ? waiting() : $as().add((as) => {
+            as.setCancel(onCancel);
+            as.add((as) => as.setCancel(onCancel));
+        }).execute());
+        waiting().cancel();
+    }
+    assert.strictEqual(cancelled, 1500);
+    keep.forEach((r) => r.cancel());
+    assert.strictEqual(cancelled, 1500 + 750 + 750 * 2);
+});
+
 test('more flows ending in one loop turn than C can list at once are all finished for JS', T, async () => {
     // C lists the roots that finished for JS to forget; past the list's
     // room they were dropped: those roots stayed running for good
