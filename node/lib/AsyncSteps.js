@@ -2651,6 +2651,40 @@ const hostCall = (r, h, code, a0, budget) => {
     return steals === STEALS ? flags : flags | F_YIELD;
 };
 
+/* this library's own code threw while it ran step h (user code's
+ * exceptions never get here: a state object that refuses a write, say):
+ * the step fails with InternalError, as a step C calls does
+ * (src/steps.c report_js_exception), and the drain goes on; else C would
+ * hand the step out for ever */
+const hostCallFailed = (h, e) => {
+    CUR = -1;
+    CUR_ROOT = null;
+    let info;
+    try {
+        info = String(e instanceof Error ? e.message : e);
+    } catch {
+        info = 'exception in futoin-polyglot';
+    }
+    N.error(h, 'InternalError', info);
+    if (!LIB_THREW) {
+        LIB_THREW = true; // thrown on once the drain is over, as futoin-asyncsteps throws it
+        LIB_EXC = e;
+    }
+    return F_DONE;
+};
+let LIB_THREW = false;
+let LIB_EXC;
+
+/* the exception hostCallFailed() took, out of the outermost drain */
+const throwLibExc = () => {
+    if (LIB_THREW) {
+        const e = LIB_EXC;
+        LIB_THREW = false;
+        LIB_EXC = undefined;
+        throw e;
+    }
+};
+
 /* the AsyncResource whose scope JS runs in now (a flow's _ar), if any */
 let IN_AR;
 
@@ -2689,8 +2723,13 @@ const runHost = (testBit, nested) => {
         }
         const root = reg.arFlows === 0 ? undefined : rootOf(SH[6]);
         const ar = root !== undefined ? root._ar : undefined;
-        const flags = ar === undefined || ar === IN_AR ? hostCall(SH[6], h, code, a0, budget) :
-            inFlowContext(ar, hostCall, root, h, code, a0, budget);
+        let flags;
+        try {
+            flags = ar === undefined || ar === IN_AR ? hostCall(SH[6], h, code, a0, budget) :
+                inFlowContext(ar, hostCall, root, h, code, a0, budget);
+        } catch (e) {
+            flags = hostCallFailed(h, e);
+        }
         if ((flags & F_BATCH) !== 0) {
             budget -= BATCH;
             SH[SH_BATCH] = BATCH;
@@ -2721,12 +2760,15 @@ const runAlone = (test, more = 0) => {
         return runHost(testBit, HOST_NESTED | more);
     }
     draining[which] = true;
+    let used;
     try {
-        return runHost(testBit, HOST_NESTED | more);
+        used = runHost(testBit, HOST_NESTED | more);
     } finally {
         draining[which] = false;
         reg.sweep(); // runs that ended here let go of their steps now (no later flow may come)
     }
+    throwLibExc();
+    return used;
 };
 
 /* the steps set aside for JS, in a burst (called by C on a loop turn);
@@ -2745,15 +2787,18 @@ const drainHost = (test) => {
     } finally {
         draining[which] = false;
     }
+    throwLibExc();
     return 0;
 };
 
 /* a loop turn of ours (or a test event) runs the steps set aside */
 const turnDrains = (test) => {
     reg.reactionSteps = 0;
-    const r = drainHost(test);
-    reg.sweep();
-    return r;
+    try {
+        return drainHost(test);
+    } finally {
+        reg.sweep();
+    }
 };
 
 reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, turnDrains, onWake, isProduction, HOST_ARGS,

@@ -217,6 +217,7 @@ struct jsenv
     napi_ref resource;
     napi_ref f_step, f_error, f_cancel, f_finish, f_call, f_drain, f_wake, f_defer;
     napi_ref host_args; /* the array hostNext() puts a step's values in */
+    napi_ref lib_exc;   /* what the library's own JS threw where no caller takes it: uncaught at the turn's end */
     uint32_t host_fallbacks; /* host steps an engine called itself */
     int32_t* sh; /* the shared Int32Array (SH_*) */
     napi_ref sh_ref;
@@ -342,6 +343,8 @@ int jd_init(jsenv* e);
 void jd_close(jsenv* e);
 /* JS steps were left set aside: come back on the next loop turn */
 void jd_arm_ready(jsenv* e);
+/* keep exc (the library's own JS threw it) for the end of the turn: uncaught there, as futoin-asyncsteps' */
+void jd_lib_exception(jsenv* e, napi_value exc);
 napi_value jd_run_now(napi_env env, napi_callback_info info);
 napi_value jd_hold(napi_env env, napi_callback_info info);
 

@@ -16,6 +16,7 @@
 enum { TURN_READY, TURN_ALL, TURN_TIMERS };
 static void turn(jsenv* e, int mode);
 static void hook_arm(void* data, int64_t delay_ms);
+static napi_value lib_exception_take(jsenv* e);
 
 /* mode: TURN_TIMERS in a timers phase (our uv timer), TURN_ALL else */
 static void run_iterate(jsenv* e, int mode)
@@ -34,6 +35,10 @@ static void run_iterate(jsenv* e, int mode)
     lz_enter(e, &lz);
     turn(e, mode);
     lz_leave(e, &lz);
+    napi_value exc = lib_exception_take(e);
+    if (exc) {
+        napi_fatal_exception(env, exc); /* as from a timer callback of futoin-asyncsteps */
+    }
     if (scoped) {
         /* runs process.nextTick callbacks and microtasks, as after any
          * other libuv callback of Node */
@@ -57,9 +62,32 @@ static void call_dispatch(jsenv* e, napi_ref fn, int test)
     napi_status st = napi_call_function(env, undef, f, 1, &arg, &ret);
     js_env_switch(prev);
     if (st != napi_ok) {
+        /* the library's own code threw (the step it ran has failed with it) */
         napi_value exc;
-        napi_get_and_clear_last_exception(env, &exc);
+        if (napi_get_and_clear_last_exception(env, &exc) == napi_ok) {
+            jd_lib_exception(e, exc);
+        }
     }
+}
+
+void jd_lib_exception(jsenv* e, napi_value exc)
+{
+    if (!e->lib_exc) {
+        napi_create_reference(e->env, exc, 1, &e->lib_exc);
+        hook_arm(e, 0); /* a turn comes to throw it */
+    }
+}
+
+/* the exception jd_lib_exception() kept, or NULL */
+static napi_value lib_exception_take(jsenv* e)
+{
+    napi_value exc = NULL;
+    if (e->lib_exc) {
+        napi_get_reference_value(e->env, e->lib_exc, &exc);
+        napi_delete_reference(e->env, e->lib_exc);
+        e->lib_exc = NULL;
+    }
+    return exc;
 }
 
 /* JS runs the plain JS steps the engine set aside (lib/AsyncSteps.js) */
@@ -139,6 +167,10 @@ napi_value jd_run_now(napi_env env, napi_callback_info info)
     lz_enter(e, &lz);
     turn(e, timers ? TURN_ALL : TURN_READY);
     lz_leave(e, &lz);
+    napi_value exc = lib_exception_take(e);
+    if (exc) {
+        napi_throw(env, exc); /* to the JS that asked for the turn */
+    }
     return NULL;
 }
 

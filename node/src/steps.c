@@ -211,14 +211,19 @@ static void keep_slot(jsenv* e, FutoInAsyncSteps* bsi, uint32_t s)
 
 /* ---- calling JS ---- */
 
-static void report_js_exception(napi_env env, FutoInAsyncSteps* bsi)
+static void report_js_exception(jsenv* e, FutoInAsyncSteps* bsi)
 {
+    napi_env env = e->env;
     napi_value exc, msg;
     char buf[512] = "exception in the JS dispatcher";
-    if (napi_get_and_clear_last_exception(env, &exc) == napi_ok
-            && napi_coerce_to_string(env, exc, &msg) == napi_ok) {
-        size_t n;
-        napi_get_value_string_utf8(env, msg, buf, sizeof(buf), &n);
+    if (napi_get_and_clear_last_exception(env, &exc) == napi_ok) {
+        jd_lib_exception(e, exc);
+        if (napi_coerce_to_string(env, exc, &msg) == napi_ok) {
+            size_t n;
+            napi_get_value_string_utf8(env, msg, buf, sizeof(buf), &n);
+        } else {
+            napi_get_and_clear_last_exception(env, &msg);
+        }
     }
     if (bsi) {
         bsi->api->handle_error(bsi, FUTOIN_ERR_INTERNAL_ERROR, buf);
@@ -246,7 +251,7 @@ static int32_t call_js(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, size_t argc
     napi_status st = napi_call_function(env, undef, f, argc, argv, &ret);
     js_env_switch(prev);
     if (st != napi_ok) {
-        report_js_exception(env, bsi);
+        report_js_exception(e, bsi);
         return JS_F_DONE;
     }
     int32_t flags = 0;

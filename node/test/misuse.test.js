@@ -746,3 +746,32 @@ test('setCancel() or waitExternal() on an outer step\'s interface from its sub-s
             assert.strictEqual(i, 3);
         }
     });
+
+test('a state object that refuses writes: the TypeError comes out of execute() or as uncaught, and the process exits by itself', () => {
+    // the library's own code throws there (as futoin-asyncsteps' does);
+    // the engine must not hand the failed step out again and again
+    const script = `
+        const $as = require(${JSON.stringify(IMPL)});
+        const uncaught = [];
+        process.on('uncaughtException', (e) => uncaught.push(e.message));
+        let threw = '';
+        try {
+            new $as.AsyncSteps(Object.freeze({})).add((as) => {
+                as.setTimeout(5);
+                as.add((as) => as.error('E'));
+            }).execute();
+        } catch (e) {
+            threw = e.message;
+        }
+        // thrown in a timer turn (an inner step timeout)
+        new $as.AsyncSteps(Object.freeze({})).add((as) => as.add((as) => as.setTimeout(1))).execute();
+        process.on('exit', () => console.log(JSON.stringify({ threw, uncaught })));
+    `;
+    // (the timeout only keeps a hang from stalling the suite)
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 60000 });
+    assert.strictEqual(r.signal, null, 'the process did not exit by itself');
+    assert.strictEqual(r.status, 0, r.stderr);
+    const { threw, uncaught } = JSON.parse(r.stdout);
+    assert.match(threw, /not extensible/);
+    assert.ok(uncaught.length >= 1 && uncaught.every((m) => /not extensible/.test(m)), JSON.stringify(uncaught));
+});
