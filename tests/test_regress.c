@@ -620,12 +620,25 @@ static void late_success(void* data)
     }
 }
 
+static int g_late_root_fails; /* the root's error ends the step (futoin_steps_fail_waiting), not a timeout */
+
+static void late_root_error(void* data)
+{
+    (void)data;
+    futoin_steps_fail_waiting(g_fx.root, "Timeout", NULL);
+}
+
 static void late_times_out(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
 {
     (void)d;
     (void)a;
     g_late = bsi;
-    bsi->api->setTimeout(bsi, 10);
+    if (g_late_root_fails) {
+        bsi->api->waitExternal(bsi);
+        bsi->api->sched_deferred(bsi, 10, NULL, late_root_error);
+    } else {
+        bsi->api->setTimeout(bsi, 10);
+    }
     bsi->api->sched_deferred(bsi, 100, NULL, late_success); /* the reply, late */
 }
 
@@ -655,7 +668,8 @@ static void late_eh(FutoInAsyncSteps* bsi, void* d, const char* code)
 
 static void late_completion_of_timed_out_step(int from_thread)
 {
-    g_late_from_thread = from_thread;
+    g_late_from_thread = from_thread & 1;
+    g_late_root_fails = from_thread >> 1;
     g_fx.root->api->add(g_fx.root, NULL, late_times_out, late_eh);
     g_fx.root->api->add(g_fx.root, NULL, late_adds, late_eh);
     run_root();
@@ -672,6 +686,12 @@ static void late_success_on_loop_after_timeout_completes_no_other_step(void** st
 {
     (void)state;
     late_completion_of_timed_out_step(0);
+}
+
+static void late_success_after_the_root_failed_the_step_completes_no_other_step(void** state)
+{
+    (void)state;
+    late_completion_of_timed_out_step(2 | 1);
 }
 
 int main(void)
@@ -691,6 +711,7 @@ int main(void)
             T(loop_label_lost_to_oom_fails_the_flow),
             T(late_success_from_thread_after_timeout_completes_no_other_step),
             T(late_success_on_loop_after_timeout_completes_no_other_step),
+            T(late_success_after_the_root_failed_the_step_completes_no_other_step),
     };
     return cmocka_run_group_tests_name("regress", tests, NULL, NULL);
 }

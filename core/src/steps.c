@@ -1140,7 +1140,9 @@ int feng_in_callback(const fstep* s)
     return s->state == FS_EXEC || s->state == FS_EH;
 }
 
-static void feng_external_error(fstep* s, const char* code, const char* info)
+/* told: the error came through the step's own pointer (its holder's
+ * completion), not from its root or the engine */
+static void feng_external_error(fstep* s, const char* code, const char* info, int told)
 {
     fstrand* st = s->strand;
     if (!st || st->top != s || st->err_pending) {
@@ -1152,7 +1154,9 @@ static void feng_external_error(fstep* s, const char* code, const char* info)
             fprintf(stderr, "futoin: %s: %s after completion (ignored)\n", code, info ? info : "");
             return;
         }
-        s->flags |= F_TOLD;
+        if (told) {
+            s->flags |= F_TOLD;
+        }
         strand_set_external_error(st, code, info);
         strand_schedule(st);
     } else {
@@ -1188,7 +1192,7 @@ void feng_misuse(fstep* s, const char* what)
         return;
     }
     if (s->state == FS_WAIT) {
-        feng_external_error(s, FUTOIN_ERR_INTERNAL_ERROR, what);
+        feng_external_error(s, FUTOIN_ERR_INTERNAL_ERROR, what, 0);
         return;
     }
     fprintf(stderr, "futoin: InternalError: %s (ignored)\n", what);
@@ -1330,7 +1334,7 @@ void feng_error(fstep* s, const char* code, const char* info)
     if (feng_outer_misuse(s, "handle_error()")) {
         return;
     }
-    feng_external_error(s, code, info);
+    feng_external_error(s, code, info, 1);
 }
 
 static void step_timeout_cb(void* data);
@@ -2242,7 +2246,7 @@ int futoin_steps_fail_waiting(FutoInAsyncSteps* at, const char* code, const char
         st->err_pending) {
         return 0;
     }
-    feng_external_error(s, code ? code : FUTOIN_ERR_INTERNAL_ERROR, info);
+    feng_external_error(s, code ? code : FUTOIN_ERR_INTERNAL_ERROR, info, 0);
     return 1;
 }
 
