@@ -694,6 +694,30 @@ static void late_success_after_the_root_failed_the_step_completes_no_other_step(
     late_completion_of_timed_out_step(2 | 1);
 }
 
+/* 14. a root freed from another thread after futoin_tool_free() (which
+ * keeps the tool for its last roots): the free went to a loop that never
+ * runs again, and the root, the post and the tool leaked (valgrind, LSan) */
+static void* free_root_thread(void* arg)
+{
+    FutoInAsyncSteps* r = arg;
+    r->api->free(r);
+    return NULL;
+}
+
+static void root_freed_on_another_thread_after_tool_free(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* r = g_fx.root;
+    g_fx.root = NULL;
+    stderr_capture();
+    futoin_tool_free(g_fx.tool); /* reported: a root is not freed yet */
+    g_fx.tool = NULL;
+    assert_non_null(strstr(stderr_captured(), "not freed"));
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, free_root_thread, r), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -712,6 +736,7 @@ int main(void)
             T(late_success_from_thread_after_timeout_completes_no_other_step),
             T(late_success_on_loop_after_timeout_completes_no_other_step),
             T(late_success_after_the_root_failed_the_step_completes_no_other_step),
+            T(root_freed_on_another_thread_after_tool_free),
     };
     return cmocka_run_group_tests_name("regress", tests, NULL, NULL);
 }

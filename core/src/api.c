@@ -483,8 +483,11 @@ static void post_free_root(fpost* m)
 
 static void api_free(FutoInAsyncSteps* bsi)
 {
-    /* the root's memory goes back to the tool's pool: on its thread */
-    if (posted_to_loop(bsi, post_free_root, "free()")) {
+    /* the root's memory goes back to the tool's pool: on its thread; but a
+     * tool futoin_tool_free() let go runs no loop any more, and its last
+     * roots go on the caller's thread */
+    FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
+    if (!(t && t->dying) && posted_to_loop(bsi, post_free_root, "free()")) {
         return;
     }
     fstep* s = live(bsi, "free()");

@@ -66,8 +66,9 @@ FUTOIN_API void futoin_limiter_options_init(FutoInLimiterOptions* opts);
 FUTOIN_API FutoInAsyncTool* futoin_tool_new(void);
 /* Frees the tool; roots and sync objects of it must be freed before. If
  * some are not, that is reported on stderr and the tool goes with the last
- * of them (meanwhile it runs nothing and makes no new roots). Inside its own
- * callbacks it is refused with a report. */
+ * of them (meanwhile it runs nothing and makes no new roots; a root freed
+ * from another thread then is freed there, so free those one at a time).
+ * Inside its own callbacks it is refused with a report. */
 FUTOIN_API void futoin_tool_free(FutoInAsyncTool* tool);
 /* Runs until no immediate or timer remains and no futoin_tool_ref() is held.
  * Blocks (without spinning) while only timers or references remain. Returns
