@@ -1370,8 +1370,6 @@ class ParallelStep {
     }
 }
 
-let EXECUTED_H; // the handle of the run the last execute() started
-
 /* a model's root-level calls, replayed by copyFrom() */
 const copyModel = (target, other) => {
     const ops = other !== null && typeof other === 'object' ? other._ops : undefined;
@@ -1585,17 +1583,24 @@ class AsyncSteps {
     }
 
     execute() {
+        this._run();
+        return this;
+    }
+
+    /* execute(): the handle of the run (one that ended inside is swept
+     * already: its root's _h is gone) */
+    _run() {
         settle(this);
         if (this._running) {
             this._rerun = this._cancelling; // from its cancel handlers: once cancel() ended the flow
-            return this;
+            return this._h;
         }
         this._es = undefined;
         this._jsErr = null;
         if (this._foreign) {
             N.execute(this._h, false, this);
             drainHost(this._test);
-            return this;
+            return this._h;
         }
         const ops = this._ops;
         this._ops = [];
@@ -1650,7 +1655,6 @@ class AsyncSteps {
         runAlone(test);
         reg.SH[SH_OWNER] = owner; // execute() gives the burst back, as there
         reg.SH[SH_OWNER_BR] = ownerBr;
-        EXECUTED_H = h; // (a run that ended is swept already: promise() takes it here)
         if (this._running && !reg.finPending(this)) {
             if (!test && !draining[0] && N.readyNow()) {
                 // its next step is ready (a parallel ended): it goes on through
@@ -1663,7 +1667,7 @@ class AsyncSteps {
             this._ar = new AsyncResource('FutoInAsyncSteps');
             ++reg.arFlows;
         }
-        return this;
+        return h;
     }
 
     /* apply root-level operations kept in JS to the C root, in order */
@@ -1833,9 +1837,7 @@ class AsyncSteps {
                 resolve(res);
             });
             this._reject = reject;
-            EXECUTED_H = undefined;
-            this.execute();
-            const h = this._h !== undefined ? this._h : EXECUTED_H;
+            const h = this._run();
             if (h !== undefined) {
                 reg.SH[SH_OWNER] = h; // promise() keeps the burst, as there (its run may have ended)
                 reg.SH[SH_OWNER_BR] = 0;
