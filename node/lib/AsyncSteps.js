@@ -369,6 +369,14 @@ const outerInFlow = (as) => CUR_ROOT === as._root &&
 const cancelledInCallback = (as) => as._h === CUR && as._h === CANCELLED_H;
 const endedInCallback = (as) => cancelledInCallback(as) || (as._h === CUR && (as._f & F_DONE) !== 0);
 
+/* add() and the loops after success() in the callback: out of service, as
+ * futoin-asyncsteps' sanity check throws before it checks the arguments */
+const checkNotEnded = (as) => {
+    if (endedInCallback(as)) {
+        throw new Error(STALE);
+    }
+};
+
 /* a call from outside on a step whose sub-steps run, not added through
  * this interface: an error from outside ran its handler, which added steps */
 const movedOn = (as) => as._h !== CUR && (as._f & F_ADDED) === 0 && as._root._ehAdded !== 0 &&
@@ -1055,6 +1063,7 @@ class AsyncStepProtector {
 
     add(func, onerror) {
         sanity(this);
+        checkNotEnded(this);
         if ((this._f & F_AWAIT) !== 0) {
             awaitSubstep(this);
         }
@@ -1098,6 +1107,7 @@ class AsyncStepProtector {
 
     parallel(onerror) {
         sanity(this);
+        checkNotEnded(this);
         onerror = checkOnError(this, onerror);
         if ((this._f & F_AWAIT) !== 0) {
             awaitSubstep(this);
@@ -1211,6 +1221,7 @@ class AsyncStepProtector {
 
     loop(func, label) {
         sanity(this);
+        checkNotEnded(this);
         checkFunc(this, func);
         if ((this._f & F_AWAIT) !== 0) {
             awaitSubstep(this);
@@ -1222,6 +1233,7 @@ class AsyncStepProtector {
 
     repeat(count, func, label) {
         sanity(this);
+        checkNotEnded(this);
         checkFunc(this, func);
         const n = countOf(count);
         if (n === 0) {
@@ -1305,6 +1317,7 @@ class AsyncStepProtector {
         checkSyncObject(object);
         if (object.sync === NATIVE_SYNC) {
             // Mutex, Throttle, Limiter (sync() not overridden): checked already
+            checkNotEnded(this);
             if ((this._f & F_AWAIT) !== 0) {
                 awaitSubstep(this);
             }

@@ -91,7 +91,7 @@ test('numbers passed through shared memory keep their exact value', async () => 
         as.add((as, ...xs) => got.push(xs));
         as.add((as) => as.success(1, 'two'));
         as.add((as, ...xs) => got.push(xs));
-        // queued in order: success, then add, which the engine refuses
+        // success, then add(): out of service, it throws after the success
         as.add((as) => {
             as.success(3);
             as.add((as) => {});
@@ -104,7 +104,7 @@ test('numbers passed through shared memory keep their exact value', async () => 
     for (const v of edge) {
         want.push(v, v);
     }
-    want.push([1, 2.5, -0, 4], [1, 'two'], 'InternalError:add() after success()');
+    want.push([1, 2.5, -0, 4], [1, 'two'], 'InternalError:handle_error() after success()');
     assert.deepStrictEqual(got, want);
     assert.ok(Object.is(got[0], -0) && Object.is(got[1], -0));
     assert.ok(Object.is(got[got.length - 3][2], -0));

@@ -639,11 +639,18 @@ test('success() or error() from outside on a step an error from outside moved on
     ].join(', '));
 });
 
-test('after success() in its callback, error(), setTimeout(), successStep(), await(), break() throw; caught, the flow goes on as it was', T,
+test('after success() in its callback, error(), setTimeout(), successStep(), await(), break(), add() and the loops throw; caught, the flow goes on as it was', T,
     async () => {
         // as futoin-asyncsteps: the interface is out of service once its step
         // succeeded (there production mode throws a TypeError instead)
         const calls = [
+            ['add', (as) => as.add((as) => {})],
+            ['add with onerror', (as) => as.add((as) => {}, (as, err) => {})],
+            ['parallel', (as) => as.parallel().add((as) => {})],
+            ['loop', (as) => as.loop((as) => as.break())],
+            ['repeat', (as) => as.repeat(2, (as) => {})],
+            ['forEach', (as) => as.forEach([1, 2], (as) => {})],
+            ['sync', (as) => as.sync(new $as.Mutex(), (as) => {})],
             ['error', (as) => as.error('Late', 'late info')],
             ['setTimeout', (as) => as.setTimeout(5)],
             ['successStep', (as) => as.successStep(2)],
