@@ -37,6 +37,24 @@ MISUSE_STEP(m_add_after_success, {
     bsi->api->success(bsi, NULL);
     bsi->api->add(bsi, NULL, f_noop, NULL);
 })
+static void c_noop(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    (void)data;
+}
+
+MISUSE_STEP(m_timeout_after_success, {
+    bsi->api->success(bsi, NULL);
+    bsi->api->setTimeout(bsi, 10);
+})
+MISUSE_STEP(m_cancel_after_success, {
+    bsi->api->success(bsi, NULL);
+    bsi->api->setCancel(bsi, NULL, c_noop);
+})
+MISUSE_STEP(m_wait_after_success, {
+    bsi->api->success(bsi, NULL);
+    bsi->api->waitExternal(bsi);
+})
 MISUSE_STEP(m_add_null, bsi->api->add(bsi, NULL, NULL, NULL))
 MISUSE_STEP(m_loop_null, bsi->api->loop(bsi, NULL, NULL, NULL))
 MISUSE_STEP(m_repeat_null, bsi->api->repeat(bsi, NULL, 3, NULL, NULL))
@@ -90,6 +108,22 @@ static void add_after_success(void** s)
     (void)s;
     run_misuse(m_add_after_success);
     assert_trace("InternalError:add() after success()|unhandled:InternalError:add() after success()");
+}
+
+/* nothing waits on a completed step: taken silently, they armed no timer
+ * and no cancel handler (the flow went on as if not called) */
+static void wait_calls_after_success(void** s)
+{
+    (void)s;
+    run_misuse(m_timeout_after_success);
+    assert_trace("InternalError:setTimeout() after success()|unhandled:InternalError:setTimeout() after success()");
+    trace_reset();
+    run_misuse(m_cancel_after_success);
+    assert_trace("InternalError:setCancel() after success()|unhandled:InternalError:setCancel() after success()");
+    trace_reset();
+    run_misuse(m_wait_after_success);
+    assert_trace("InternalError:waitExternal() after success()|"
+                 "unhandled:InternalError:waitExternal() after success()");
 }
 
 static void add_without_callback(void** s)
@@ -594,6 +628,7 @@ int main(void)
             T(success_twice),
             T(error_twice),
             T(error_after_success),
+            T(wait_calls_after_success),
             T(add_after_success),
             T(add_without_callback),
             T(loop_without_body),

@@ -222,10 +222,21 @@ static int in_callback_or_waiting(const fstep* s)
     return feng_in_callback(s) || (s->state == FS_WAIT && ftool_is_loop_thread(s->flow->tool));
 }
 
+/* in its callback after success(): nothing can wait on the step any more
+ * (as add() then); 1 when it was */
+static int completed_in_callback(fstep* s, const char* what)
+{
+    if (FTN_UNLIKELY(feng_in_callback(s) && (s->flags & F_SUCCESS))) {
+        feng_misuse(s, what);
+        return 1;
+    }
+    return 0;
+}
+
 static void api_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
 {
     fstep* s = live(bsi, "setTimeout()");
-    if (!s) {
+    if (!s || completed_in_callback(s, "setTimeout() after success()")) {
         return;
     }
     /* a step waiting for an event may restart its timeout from outside, on
@@ -250,6 +261,9 @@ static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_c
         feng_misuse(s, "setCancel() without a callback");
         return;
     }
+    if (completed_in_callback(s, "setCancel() after success()")) {
+        return;
+    }
     if (!feng_in_callback(s) && s->state != FS_WAIT) {
         if (!feng_outer_misuse(s, "setCancel()")) {
             feng_misuse(s, "setCancel() outside of a step callback");
@@ -264,7 +278,7 @@ static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_c
 static void api_wait_external(FutoInAsyncSteps* bsi)
 {
     fstep* s = live(bsi, "waitExternal()");
-    if (!s) {
+    if (!s || completed_in_callback(s, "waitExternal() after success()")) {
         return;
     }
     if (!feng_in_callback(s)) {

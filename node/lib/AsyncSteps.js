@@ -1177,7 +1177,7 @@ class AsyncStepProtector {
         if (typeof oncancel !== 'function') {
             throw new TypeError('setCancel() expects a function');
         }
-        if ((this._f & F_OUT) !== 0 || (this._h !== CUR ? !isLiveAs(this) : this._h === CANCELLED_H) ||
+        if ((this._f & F_OUT) !== 0 || (this._h !== CUR ? !isLiveAs(this) : endedInCallback(this)) ||
             outerInFlow(this)) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         }
@@ -1194,9 +1194,10 @@ class AsyncStepProtector {
 
     waitExternal() {
         if (this._h === CUR && (this._f & F_MERGED) === 0) {
-            if (this._h !== CANCELLED_H) {
-                queue(CUR, OP_WAIT, 0, 0);
+            if (endedInCallback(this)) {
+                return this; // harmless after success(), as in futoin-asyncsteps
             }
+            queue(CUR, OP_WAIT, 0, 0);
         } else if ((this._f & F_OUT) !== 0 || !isLiveAs(this) || outerInFlow(this)) {
             return this; // harmless on a step that ended, as in futoin-asyncsteps
         } else {

@@ -679,6 +679,20 @@ test('after success() in its callback, error(), setTimeout(), successStep(), awa
         }
     });
 
+test('after success() in its callback, setCancel() and waitExternal() change nothing: the flow goes on', T, async () => {
+    // futoin-asyncsteps takes them without a word; the cancel handler never runs
+    let cancelled = 0;
+    for (const call of [(as) => as.setCancel((as) => ++cancelled), (as) => as.waitExternal()]) {
+        const r = await runFlow((as) => {
+            as.success(1);
+            assert.strictEqual(call(as), as);
+        });
+        assert.strictEqual(r.err, null);
+        assert.deepStrictEqual(r.args, [1]);
+    }
+    assert.strictEqual(cancelled, 0);
+});
+
 test('NODE_ENV=production: success() or error() on the interface of a root-level step that ended throws, also for the first steps of a root', () => {
     // futoin-asyncsteps throws there too (a TypeError); the interfaces of
     // root-level steps that completed one after another were silently taken

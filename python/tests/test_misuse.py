@@ -212,6 +212,21 @@ def test_add_after_success(virtual_tool):
     assert "success" in internal_error_of(virtual_tool, step)
 
 
+@pytest.mark.parametrize("call", [
+    lambda as_: as_.set_timeout(10),
+    lambda as_: as_.set_cancel(noop),
+    lambda as_: as_.wait_external(),
+], ids=["set_timeout", "set_cancel", "wait_external"])
+def test_wait_calls_after_success(virtual_tool, call):
+    # as add() after success(): the step completed, nothing can wait on it
+    # (they were taken silently: no timer, no cancel handler)
+    def step(as_):
+        as_.success(1)
+        call(as_)
+
+    assert "after success()" in internal_error_of(virtual_tool, step)
+
+
 def test_error_after_success(virtual_tool):
     def step(as_):
         as_.success(1)
