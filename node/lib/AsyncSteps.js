@@ -715,7 +715,16 @@ const errorCode = (e) => {
     return codeString(e);
 };
 
-const clampMs = (ms) => (ms > 0x7fffffff ? 0x7fffffff : (ms >= 0 ? Math.floor(ms) : 0));
+/* a step timeout on the real clock, as Node's setTimeout() takes it: below
+ * 1 ms (0, negative, NaN) 1 ms, so it never fires in the turn that set it;
+ * a fraction waits until that many whole ms have passed. AsyncToolTest's
+ * virtual clock takes whole ms from 0, as its callLater() there */
+const stepMs = (root, ms) => {
+    if (root._test) {
+        return ms > 0x7fffffff ? 0x7fffffff : (ms >= 0 ? Math.floor(ms) : 0);
+    }
+    return ms >= 1 ? (ms > 0x7fffffff ? 0x7fffffff : Math.ceil(ms)) : 1;
+};
 
 /* milliseconds of setTimeout(), as futoin-asyncsteps hands them to Node's
  * setTimeout(): coerced as there (no number: the shortest delay; a Symbol or
@@ -1164,10 +1173,10 @@ class AsyncStepProtector {
         } else if (this._h === CUR) {
             // applied now, not when the callback returns: the deadline
             // counts from this call, as a setTimeout() of Node's does
-            queue(CUR, OP_TIMEOUT, clampMs(timeout_ms), 0);
+            queue(CUR, OP_TIMEOUT, stepMs(this._root, timeout_ms), 0);
             N.flush();
         } else {
-            N.setTimeout(this._h, timeout_ms);
+            N.setTimeout(this._h, stepMs(this._root, timeout_ms));
         }
         this._f |= F_WAIT;
         return this;

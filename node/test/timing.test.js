@@ -1069,3 +1069,29 @@ test('a flow that never waits (an endless loop) does not starve step timeouts an
     }
     assert.deepStrictEqual(log, ['entry 0', 'entry 1', 'step Timeout', 'timer after it']);
 });
+
+test('a step timeout below 1 ms waits 1 ms, as Node\'s setTimeout(): a setImmediate() of its timer\'s turn completes the step first', T,
+    async () => {
+        // futoin-asyncsteps hands it to setTimeout(), which makes 0, negative
+        // and non-numeric delays 1 ms: within a timer callback a 0 ms timer
+        // would still fire in that loop turn's timer phase, before the check
+        // phase runs the immediate (a deadline already past: deadline - now)
+        const got = [];
+        for (const ms of [0, -5, 0.5, NaN, null, 'soon']) {
+            const done = deferred();
+            setTimeout(() => {
+                $as().add((as) => {
+                    as.setTimeout(ms);
+                    setImmediate(() => as.success('ok'));
+                }, (as, err) => {
+                    got.push(`${ms}:${err}`);
+                    done.resolve();
+                }).add((as, v) => {
+                    got.push(`${ms}:${v}`);
+                    done.resolve();
+                }).execute();
+            }, 1);
+            await done.promise;
+        }
+        assert.deepStrictEqual(got, ['0:ok', '-5:ok', '0.5:ok', 'NaN:ok', 'null:ok', 'soon:ok']);
+    });
