@@ -415,6 +415,50 @@ static void loop_only_slot_from_another_thread_is_only_reported(void** state)
     assert_trace("after");
 }
 
+/* 7a. the same while the step's callback still runs on the loop thread: an
+ * add() from another thread went into the step unsynchronised (and its
+ * sub-step replaced the waitExternal()), setCancel() and waitExternal()
+ * wrote the step's fields; now reported and ignored */
+static void c_trace(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    trace("%s", (const char*)data);
+}
+
+static void* build_from_thread(void* arg)
+{
+    FutoInAsyncSteps* bsi = arg;
+    bsi->api->add(bsi, "added from a thread", f_trace, NULL);
+    (void)bsi->api->parallel(bsi, NULL, NULL);
+    bsi->api->repeat(bsi, NULL, 1, NULL, NULL);
+    bsi->api->setTimeout(bsi, 1);
+    bsi->api->setCancel(bsi, "cancel from a thread", c_trace);
+    bsi->api->waitExternal(bsi);
+    bsi->api->success(bsi, NULL); /* the thread-safe slot */
+    return NULL;
+}
+
+static void waits_while_a_thread_builds(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->waitExternal(bsi);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, build_from_thread, bsi), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+}
+
+static void a_thread_cannot_build_on_a_step_whose_callback_runs(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, NULL, waits_while_a_thread_builds, eh_trace);
+    as->api->add(as, "after", f_trace, NULL);
+    as->api->execute(as, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("after");
+}
+
 /* 7b. futoin_steps_new() and free() of roots from another thread raced with
  * the loop thread on the tool's pooled roots (the C++ reference's
  * instance_concurrent_inner makes and frees roots of one tool on two
@@ -729,6 +773,7 @@ int main(void)
             T(limiter_reentrant_cancel_keeps_outer_hold),
             T(sync_with_args_allocates_nothing),
             T(loop_only_slot_from_another_thread_is_only_reported),
+            T(a_thread_cannot_build_on_a_step_whose_callback_runs),
             T(roots_made_and_freed_on_another_thread),
             T(error_code_lost_to_oom_is_not_the_previous_one),
             T(cross_thread_success_out_of_memory_cleans_values),

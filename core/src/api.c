@@ -222,11 +222,18 @@ static int in_callback_or_waiting(const fstep* s)
     return feng_in_callback(s) || (s->state == FS_WAIT && ftool_is_loop_thread(s->flow->tool));
 }
 
-/* in its callback after success(): nothing can wait on the step any more
- * (as add() then); 1 when it was */
-static int completed_in_callback(fstep* s, const char* what)
+/* from another thread (reported: it would race the loop thread over the
+ * step), or in its callback after success(): nothing can wait on the step
+ * any more (as add() then); 1 when it was */
+static int not_waitable(fstep* s, const char* slot)
 {
+    if (FTN_UNLIKELY(!ftool_is_loop_thread(s->flow->tool))) {
+        feng_misuse(s, slot);
+        return 1;
+    }
     if (FTN_UNLIKELY(feng_in_callback(s) && (s->flags & F_SUCCESS))) {
+        char what[48];
+        snprintf(what, sizeof(what), "%s after success()", slot);
         feng_misuse(s, what);
         return 1;
     }
@@ -236,7 +243,7 @@ static int completed_in_callback(fstep* s, const char* what)
 static void api_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
 {
     fstep* s = live(bsi, "setTimeout()");
-    if (!s || completed_in_callback(s, "setTimeout() after success()")) {
+    if (!s || not_waitable(s, "setTimeout()")) {
         return;
     }
     /* a step waiting for an event may restart its timeout from outside, on
@@ -261,7 +268,7 @@ static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_c
         feng_misuse(s, "setCancel() without a callback");
         return;
     }
-    if (completed_in_callback(s, "setCancel() after success()")) {
+    if (not_waitable(s, "setCancel()")) {
         return;
     }
     if (!feng_in_callback(s) && s->state != FS_WAIT) {
@@ -278,7 +285,7 @@ static void api_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_c
 static void api_wait_external(FutoInAsyncSteps* bsi)
 {
     fstep* s = live(bsi, "waitExternal()");
-    if (!s || completed_in_callback(s, "waitExternal() after success()")) {
+    if (!s || not_waitable(s, "waitExternal()")) {
         return;
     }
     if (!feng_in_callback(s)) {

@@ -512,3 +512,47 @@ def test_a_root_given_its_tool_stays_on_it_on_another_thread():
     with pytest.raises(RuntimeError, match="tool given"):
         _on_thread(lambda: asyncio.run(main()))
     assert as_._tool is tool
+
+
+CALLS_FROM_ELSEWHERE = [
+    ("add", lambda as_: as_.add(lambda as_: None)),
+    ("parallel", lambda as_: as_.parallel()),
+    ("loop", lambda as_: as_.loop(lambda as_: as_.break_loop())),
+    ("repeat", lambda as_: as_.repeat(1, lambda as_, i: None)),
+    ("set_timeout", lambda as_: as_.set_timeout(5)),
+    ("set_cancel", lambda as_: as_.set_cancel(lambda as_: None)),
+    ("wait_external", lambda as_: as_.wait_external()),
+]
+
+
+@pytest.mark.parametrize("call", [c[1] for c in CALLS_FROM_ELSEWHERE], ids=[c[0] for c in CALLS_FROM_ELSEWHERE])
+def test_a_step_is_built_on_its_loop_thread_only(call):
+    # from another thread they raced the loop thread over the step (a
+    # sub-step added while the callback ran replaced its wait_external());
+    # only the completions (success(), error(), cancel()) may come from there
+    got = {}
+
+    def step(as_):
+        as_.wait_external()
+        done = threading.Event()
+
+        def other():
+            try:
+                call(as_)
+                got["call"] = "taken"
+            except RuntimeError as e:
+                got["call"] = str(e)
+            as_.success("done")
+            done.set()
+
+        worker(other)
+        done.wait()
+
+    tool = Tool()
+    tool.ref()
+    try:
+        result = AsyncSteps(tool).add(step).add(lambda as_, v: as_.success(v)).run()
+    finally:
+        tool.unref()
+    assert "another thread" in got["call"]
+    assert result == "done"

@@ -1320,12 +1320,28 @@ static int check_usable(StepsObject* self)
 
 static PyObject* make_error(PyObject* code, PyObject* info);
 
+/* building on a step is for its flow's loop thread: from another one it
+ * would race the engine over the step (a sub-step added while the callback
+ * runs replaced its wait_external()); only the completions go from there,
+ * as posts */
+static int check_step_thread(StepsObject* self, const char* what)
+{
+    if (!self->owns && !on_loop_thread(self->bsi)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s on a step's interface from another thread than its flow's "
+                     "(only success(), error() and cancel() may come from there)",
+                     what);
+        return -1;
+    }
+    return 0;
+}
+
 /* usable, and not a root whose flow runs: a root-level add() then is
  * InternalError, as in the JS reference; from outside the flow's callbacks
  * it fails the flow where it waits, as the reference's root error() */
-static int check_addable(StepsObject* self)
+static int check_addable(StepsObject* self, const char* what)
 {
-    if (check_usable(self)) {
+    if (check_usable(self) || check_step_thread(self, what)) {
         return -1;
     }
     if (!self->owns || self->bsi->api->isValid(self->bsi)) {
@@ -1533,7 +1549,7 @@ static PyObject* Steps_add(StepsObject* self, PyObject* const* args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "add() missing the step function");
         return NULL;
     }
-    if (check_addable(self) || callable_or_none(func, "step function") || callable_or_none(onerror, "onerror")) {
+    if (check_addable(self, "add()") || callable_or_none(func, "step function") || callable_or_none(onerror, "onerror")) {
         return NULL;
     }
     if (func == Py_None) {
@@ -1566,7 +1582,7 @@ static PyObject* Steps_parallel(StepsObject* self, PyObject* args, PyObject* kw)
     static char* kwlist[] = {"onerror", NULL};
     PyObject* onerror = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:parallel", kwlist, &onerror)
-        || check_addable(self) || callable_or_none(onerror, "onerror")) {
+        || check_addable(self, "parallel()") || callable_or_none(onerror, "onerror")) {
         return NULL;
     }
     pyfrag* f = NULL;
@@ -1738,7 +1754,7 @@ static PyObject* Steps_set_timeout(StepsObject* self, PyObject* arg)
         PyErr_SetString(PyExc_ValueError, "timeout too large");
         return NULL;
     }
-    if (check_step(self, "set_timeout()")) {
+    if (check_step(self, "set_timeout()") || check_step_thread(self, "set_timeout()")) {
         return NULL;
     }
     self->bsi->api->setTimeout(self->bsi, (uint32_t)ms);
@@ -1758,7 +1774,7 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
         PyErr_SetString(PyExc_TypeError, "cancel handler is an async def: the engine never awaits it");
         return NULL;
     }
-    if (check_step(self, "set_cancel()")) {
+    if (check_step(self, "set_cancel()") || check_step_thread(self, "set_cancel()")) {
         return NULL;
     }
     pyfrag* f = pyfrag_new(self, self->bsi, func, NULL, self->tool);
@@ -1773,7 +1789,7 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
 static PyObject* Steps_wait_external(StepsObject* self, PyObject* unused)
 {
     (void)unused;
-    if (check_step(self, "wait_external()")) {
+    if (check_step(self, "wait_external()") || check_step_thread(self, "wait_external()")) {
         return NULL;
     }
     self->went_on = 1;
@@ -1803,7 +1819,7 @@ static PyObject* Steps_loop(StepsObject* self, PyObject* args, PyObject* kw)
     PyObject* func;
     PyObject* label = Py_None;
     const char* l;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:loop", kwlist, &func, &label) || check_addable(self)
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:loop", kwlist, &func, &label) || check_addable(self, "loop()")
         || parse_label(label, &l)) {
         return NULL;
     }
@@ -1842,7 +1858,7 @@ static PyObject* Steps_repeat(StepsObject* self, PyObject* args, PyObject* kw)
     PyObject* label = Py_None;
     const char* l;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "nO|O:repeat", kwlist, &count, &func, &label)
-        || check_addable(self) || parse_label(label, &l)) {
+        || check_addable(self, "repeat()") || parse_label(label, &l)) {
         overflow_is_value_error();
         return NULL;
     }
@@ -2044,7 +2060,7 @@ static PyObject* Steps_sync(StepsObject* self, PyObject* args, PyObject* kw)
 {
     static char* kwlist[] = {"obj", "func", "onerror", NULL};
     PyObject *obj, *func, *onerror = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:sync", kwlist, &obj, &func, &onerror) || check_addable(self)
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:sync", kwlist, &obj, &func, &onerror) || check_addable(self, "sync()")
         || callable_or_none(onerror, "onerror")) {
         return NULL;
     }
