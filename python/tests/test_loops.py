@@ -261,6 +261,45 @@ def test_for_each_generator_and_empty(virtual_tool):
     assert seen == [(0, "a"), (1, "b")]
 
 
+def test_for_each_reads_an_iterator_one_item_per_iteration(virtual_tool):
+    # it took every item at the call: an endless one never returned (memory
+    # ran out), and break_loop() could not stop a lazy one early
+    import itertools
+
+    trace = []
+
+    def numbers():
+        for i in itertools.count():
+            trace.append(f"made {i}")
+            yield i
+
+    def body(as_, k, v):
+        if v == 2:
+            as_.break_loop()
+        trace.append(f"body {k}:{v}")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.for_each(numbers(), body)
+    as_.for_each(itertools.count(10), lambda as_, k, v: as_.break_loop() if v == 11 else trace.append(v))
+    as_.run()
+    assert trace == ["made 0", "body 0:0", "made 1", "body 1:1", "made 2", 10]
+
+
+def test_for_each_iterator_that_fails_fails_the_flow(virtual_tool):
+    def broken():
+        yield "a"
+        raise KeyError("lost")
+
+    seen = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.for_each(broken(), lambda as_, k, v: seen.append(v))
+    as_.add(lambda as_: seen.append("never"))
+    with pytest.raises(FutoInError) as exc:
+        as_.run()
+    assert seen == ["a"]
+    assert isinstance(as_.state.last_exception, KeyError)
+
+
 def test_for_each_break_with_label(virtual_tool):
     seen = []
 

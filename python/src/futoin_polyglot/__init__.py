@@ -269,6 +269,26 @@ def _check_callable(func, what="step function"):
                         "call as_.await_(coro) in the step instead")
 
 
+class _IterBody:
+    """for_each() over an iterator: the loop body that takes its next item
+    (its end breaks the loop; what it raises fails the step)"""
+
+    __slots__ = ("it", "func", "label", "k")
+
+    def __init__(self, it, func, label):
+        self.it = it
+        self.func = func
+        self.label = label
+        self.k = 0
+
+    def __call__(self, as_):
+        for v in self.it:
+            k = self.k
+            self.k = k + 1
+            return self.func(as_, k, v)
+        as_.break_loop(self.label)
+
+
 class AsyncSteps(AsyncStepsBase):
     """An FTN12 AsyncSteps object.
 
@@ -345,9 +365,12 @@ class AsyncSteps(AsyncStepsBase):
         if isinstance(items, collections.abc.Mapping):
             keys = list(items.keys())
             values = [items[k] for k in keys]
-        else:
+        elif isinstance(items, collections.abc.Sized):
             values = list(items)
-            keys = list(range(len(values)))
+            keys = range(len(values))
+        else:
+            # an iterator or generator, maybe endless: an item per iteration
+            return self.loop(_IterBody(iter(items), func, label), label)
         return self.repeat(len(keys), lambda as_, i: func(as_, keys[i], values[i]), label)
 
     loop_for_each = for_each
