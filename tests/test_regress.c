@@ -738,6 +738,57 @@ static void late_success_after_the_root_failed_the_step_completes_no_other_step(
     late_completion_of_timed_out_step(2 | 1);
 }
 
+/* 15. steps that ended waiting are set aside for FTN_REUSE_DELAY_MS of the
+ * tool's time, which a virtual clock may never give: they piled up for
+ * the life of the tool (a test suite's memory grew with every timeout) */
+static void times_out(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->setTimeout(bsi, 0);
+}
+
+static void recovers(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    (void)code;
+    bsi->api->success(bsi, NULL);
+}
+
+static void timeout_body(FutoInAsyncSteps* bsi, void* d, size_t i)
+{
+    (void)d;
+    (void)i;
+    bsi->api->add(bsi, NULL, times_out, recovers);
+}
+
+static size_t run_timeout_loop(FutoInAsyncTool* t, size_t n)
+{
+    FutoInAsyncSteps* as = futoin_steps_new(t);
+    size_t before = g_allocs;
+    as->api->repeat(as, NULL, n, timeout_body, NULL);
+    as->api->execute(as, NULL, NULL);
+    futoin_tool_run(t);
+    as->api->free(as);
+    return g_allocs - before;
+}
+
+static void steps_set_aside_are_bounded_on_a_clock_that_stands(void** state)
+{
+    (void)state;
+    FutoInAllocator counting = {counting_malloc, counting_realloc, free};
+    futoin_set_allocator(&counting);
+    FutoInAsyncTool* t = futoin_tool_new();
+    futoin_tool_use_virtual_time(t);
+    run_timeout_loop(t, 20000); /* fills what may be set aside */
+    const uint64_t at = futoin_tool_now(t);
+    size_t more = run_timeout_loop(t, 20000);
+    assert_int_equal(futoin_tool_now(t), at); /* no time passed */
+    futoin_tool_free(t);
+    futoin_set_allocator(NULL);
+    assert_int_equal(more, 0);
+}
+
 /* 14. a root freed from another thread after futoin_tool_free() (which
  * keeps the tool for its last roots): the free went to a loop that never
  * runs again, and the root, the post and the tool leaked (valgrind, LSan) */
@@ -782,6 +833,7 @@ int main(void)
             T(late_success_on_loop_after_timeout_completes_no_other_step),
             T(late_success_after_the_root_failed_the_step_completes_no_other_step),
             T(root_freed_on_another_thread_after_tool_free),
+            T(steps_set_aside_are_bounded_on_a_clock_that_stands),
     };
     return cmocka_run_group_tests_name("regress", tests, NULL, NULL);
 }

@@ -142,6 +142,7 @@ struct FutoInAsyncTool_
     fpool step_pool;
     struct fstep* cool_head; /* steps that ended while waiting, oldest first, out of step_pool for a while */
     struct fstep* cool_tail;
+    uint32_t cool_n; /* how many: at FTN_REUSE_MAX_STEPS the oldest goes back early */
     fpool strand_pool;
     fpool small_pool; /* stack() allocations up to FTN_SMALL_ALLOC */
     struct fflow* free_flows;
@@ -280,6 +281,9 @@ enum fflags
  * completion (a timeout, a cancel) stays unused: a reply coming late
  * through its pointer finds it ended, not a later step in its place */
 #define FTN_REUSE_DELAY_MS 10000u
+/* ... and at most this many of them: a clock that stands (virtual time) or
+ * a storm of timeouts cannot pile them up */
+#define FTN_REUSE_MAX_STEPS 4096u
 
 typedef struct falloc
 {

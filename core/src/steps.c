@@ -74,6 +74,17 @@ static inline void step_retire(fstep* s)
  * ended step instead of completing the step that reuses the memory. */
 static FTN_NOINLINE void step_cool(FutoInAsyncTool* t, fstep* s)
 {
+    if (t->cool_n == FTN_REUSE_MAX_STEPS) {
+        fstep* old = t->cool_head;
+        t->cool_head = old->next;
+        if (!t->cool_head) {
+            t->cool_tail = NULL;
+        }
+        ++old->gen; /* a post made while it was set aside is stale too */
+        fpool_put(&t->step_pool, old);
+        --t->cool_n;
+    }
+    ++t->cool_n;
     s->next = NULL;
     s->timer_gen = ftool_now(t); /* set aside: when it ended (no timer now) */
     if (t->cool_tail) {
@@ -93,6 +104,7 @@ static FTN_NOINLINE void steps_uncool(FutoInAsyncTool* t)
         fstep* next = s->next;
         ++s->gen; /* a post made while it was set aside is stale too */
         fpool_put(&t->step_pool, s);
+        --t->cool_n;
         s = next;
     }
     t->cool_head = s;
