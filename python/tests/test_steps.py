@@ -822,6 +822,21 @@ def test_copy_from_model_into_other_root(virtual_tool):
     assert log == MODEL_LOG
 
 
+def test_copy_from_a_deeply_nested_model(virtual_tool):
+    # the copy recursed per nested parallel(): RecursionError half-way, and
+    # the half-copied root ran without the model's last steps
+    import sys
+
+    depth = sys.getrecursionlimit() * 3
+    model = AsyncSteps(virtual_tool)
+    p = model
+    for _ in range(depth):
+        p = p.parallel()
+    p.add(lambda as_: as_.state.update(deep="reached"))
+    model.add(lambda as_: as_.success(as_.state.get("deep")))
+    assert AsyncSteps(virtual_tool).copy_from(model).run() == "reached"
+
+
 def test_copy_from_does_not_copy_special_state_or_error_handlers_lost(virtual_tool):
     model = AsyncSteps(virtual_tool)
     model.add(lambda as_: as_.error("ModelErr"), lambda as_, c: as_.success("handled " + c))

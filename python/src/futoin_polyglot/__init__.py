@@ -617,28 +617,32 @@ class _AwaitStep:
 
 
 def _replay(target, model):
-    # the model is flat: each record's kind, then its arguments
-    model = list(model)  # copy_from() of itself: the steps it had
-    i = 0
-    while i < len(model):
-        kind = model[i]
-        if kind == "add":
-            target.add(model[i + 1], model[i + 2])
-            i += 3
-        elif kind == "loop":
-            target.loop(model[i + 1], model[i + 2])
-            i += 3
-        elif kind == "repeat":
-            target.repeat(model[i + 1], model[i + 2], model[i + 3])
-            i += 4
-        elif kind == "sync":
-            target.sync(model[i + 1], model[i + 2], model[i + 3])
-            i += 4
-        elif kind == "parallel":
-            _replay(target.parallel(model[i + 1]), model[i + 2])
-            i += 3
-        else:
-            raise RuntimeError(f"copy_from(): unknown record {kind!r} in the model")
+    # the model is flat: each record's kind, then its arguments; a
+    # parallel's branches are a model of their own, copied in turn (a stack,
+    # not recursion: models nest as deep as parallel() calls did)
+    todo = [(target, list(model), 0)]  # list(): copy_from() of itself copies the steps it had
+    while todo:
+        target, model, i = todo.pop()
+        while i < len(model):
+            kind = model[i]
+            if kind == "add":
+                target.add(model[i + 1], model[i + 2])
+                i += 3
+            elif kind == "loop":
+                target.loop(model[i + 1], model[i + 2])
+                i += 3
+            elif kind == "repeat":
+                target.repeat(model[i + 1], model[i + 2], model[i + 3])
+                i += 4
+            elif kind == "sync":
+                target.sync(model[i + 1], model[i + 2], model[i + 3])
+                i += 4
+            elif kind == "parallel":
+                todo.append((target, model, i + 3))  # the rest of this model after its branches
+                todo.append((target.parallel(model[i + 1]), list(model[i + 2]), 0))
+                break
+            else:
+                raise RuntimeError(f"copy_from(): unknown record {kind!r} in the model")
 
 
 def _flow_ended(root) -> None:
