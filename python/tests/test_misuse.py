@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import futoin_polyglot
 from futoin_polyglot import (
     AsyncSteps, CStep, FutoInError, ISync, Limiter, Mutex, Throttle, Tool, errors, is_native, wrap,
 )
@@ -808,3 +809,39 @@ def test_a_cancel_handlers_as_cannot_complete_its_cancelled_step(virtual_tool):
     virtual_tool.iterate()
     root.cancel()
     assert out == [7, "success", "error", "set_timeout", "wait_external", "set_cancel", "break_loop"]
+
+
+@pytest.mark.parametrize("call, exc", [
+    (lambda: Tool(burst=2**64), ValueError),
+    (lambda: Tool(burst=0), ValueError),  # as tool.burst = 0
+    (lambda: Tool(burst=-1), ValueError),
+    (lambda: Tool(virtual_time=True).advance(-1), ValueError),
+    (lambda: Tool(virtual_time=True).advance(2**64), ValueError),
+    (lambda: Tool().deferred(2**64, noop), ValueError),
+    (lambda: Tool().iterate(2**64), ValueError),
+    (lambda: wrap(-1), ValueError),
+    (lambda: wrap(2**64), ValueError),
+    (lambda: is_native(2**64), ValueError),
+    (lambda: futoin_polyglot.run("x"), TypeError),
+], ids=["burst 2**64", "burst 0", "burst -1", "advance -1", "advance 2**64", "deferred 2**64", "iterate 2**64",
+        "wrap -1", "wrap 2**64", "is_native 2**64", "run str"])
+def test_numbers_out_of_range_are_value_errors(call, exc):
+    # OverflowError (or AttributeError for run()) came from the conversions
+    with pytest.raises(exc) as info:
+        call()
+    assert type(info.value) is exc
+
+
+@pytest.mark.parametrize("ms", ["10", None, b"1", 1.5])
+def test_set_timeout_of_no_int_is_a_type_error(virtual_tool, ms):
+    got = {}
+
+    def step(as_):
+        try:
+            as_.set_timeout(ms)
+        except Exception as e:
+            got["exc"] = e
+        as_.success()
+
+    AsyncSteps(virtual_tool).add(step).run()
+    assert type(got["exc"]) is TypeError

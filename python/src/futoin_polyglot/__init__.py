@@ -250,6 +250,8 @@ def run(tool: "Tool | None" = None) -> None:
     """Blocking run of a tool (default: this thread's) until no step, timer
     or reference is left. Releases the GIL while waiting; Ctrl-C raises
     KeyboardInterrupt."""
+    if tool is not None and not isinstance(tool, Tool):
+        raise TypeError(f"run() takes a Tool or None, not {type(tool).__name__}")
     (tool or get_tool()).run()
 
 

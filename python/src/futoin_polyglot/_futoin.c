@@ -1743,6 +1743,10 @@ static PyObject* Steps_continue_loop(StepsObject* self, PyObject* args, PyObject
 
 static PyObject* Steps_set_timeout(StepsObject* self, PyObject* arg)
 {
+    if (!PyLong_Check(arg)) {
+        return PyErr_Format(PyExc_TypeError, "set_timeout() takes an int of milliseconds, not %.100s",
+                            Py_TYPE(arg)->tp_name);
+    }
     unsigned long ms = PyLong_AsUnsignedLong(arg);
     if ((ms == (unsigned long)-1 && PyErr_Occurred()) || check_usable(self)) {
         if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError)) {
@@ -3264,6 +3268,17 @@ static void tool_wakeup(void* data)
 }
 
 /* a count given as an int: 0 .. 2^32-1 (the "I" format wraps -1 around) */
+/* a number past the C type is a ValueError, as the other range errors
+ * here (the conversion raised OverflowError); NULL for the caller */
+static PyObject* overflow_as_value(const char* what)
+{
+    if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: the number is out of range", what);
+    }
+    return NULL;
+}
+
 static int u32_of(long long v, const char* what, unsigned int* out)
 {
     if (v < 0 || v > (long long)UINT32_MAX) {
@@ -3278,12 +3293,14 @@ static PyObject* Tool_new(PyTypeObject* type, PyObject* args, PyObject* kw)
 {
     static char* kwlist[] = {"virtual_time", "burst", NULL};
     int virt = 0;
-    long long burst_ll = 0;
-    unsigned int burst = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pL:Tool", kwlist, &virt, &burst_ll)
-            || u32_of(burst_ll, "Tool(burst)", &burst)) {
-        return NULL;
+    long long burst_ll = LLONG_MIN; /* not given: the default */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pL:Tool", kwlist, &virt, &burst_ll)) {
+        return overflow_as_value("Tool(burst)");
     }
+    if (burst_ll != LLONG_MIN && (burst_ll < 1 || burst_ll > (long long)UINT32_MAX)) {
+        return PyErr_Format(PyExc_ValueError, "Tool(burst) must be between 1 and %u", UINT32_MAX); /* as Tool.burst */
+    }
+    const unsigned int burst = burst_ll == LLONG_MIN ? 0 : (unsigned int)burst_ll;
     ToolObject* self = (ToolObject*)type->tp_alloc(type, 0);
     if (!self) {
         return NULL;
@@ -3432,7 +3449,10 @@ static PyObject* Tool_iterate(ToolObject* self, PyObject* args)
 {
     long long max_ll = 0;
     unsigned int max = 0;
-    if (!PyArg_ParseTuple(args, "|L", &max_ll) || u32_of(max_ll, "iterate(max_tasks)", &max)) {
+    if (!PyArg_ParseTuple(args, "|L", &max_ll)) {
+        return overflow_as_value("iterate(max_tasks)");
+    }
+    if (u32_of(max_ll, "iterate(max_tasks)", &max)) {
         return NULL;
     }
     ++g_entered;
@@ -3460,7 +3480,7 @@ static PyObject* Tool_advance(ToolObject* self, PyObject* arg)
 {
     unsigned long long ms = PyLong_AsUnsignedLongLong(arg);
     if (PyErr_Occurred()) {
-        return NULL;
+        return overflow_as_value("advance(ms)"); /* negative too */
     }
     if (!self->virtual_time) {
         PyErr_SetString(PyExc_RuntimeError, "advance() needs a tool in virtual time");
@@ -3632,7 +3652,7 @@ static PyObject* Tool_deferred(ToolObject* self, PyObject* args)
     long long ms;
     PyObject* func;
     if (!PyArg_ParseTuple(args, "LO:deferred", &ms, &func)) {
-        return NULL;
+        return overflow_as_value("deferred(delay)");
     }
     if (ms < 0 || ms > UINT32_MAX) {
         return PyErr_Format(PyExc_ValueError, "deferred() delay must be 0..%u ms", (unsigned)UINT32_MAX);
@@ -3846,7 +3866,7 @@ static void* steps_address(PyObject* addr)
     }
     unsigned long long a = PyLong_AsUnsignedLongLong(addr);
     if (PyErr_Occurred()) {
-        return NULL;
+        return overflow_as_value("a FutoInAsyncSteps address"); /* negative too */
     }
     int bad = a < 65536 || (a & (sizeof(void*) - 1)) != 0;
 #if defined(__x86_64__)
