@@ -450,3 +450,26 @@ def test_error_handlers_take_the_code_as_steps_take_values(virtual_tool):
     m = AsyncSteps(virtual_tool)
     m.sync(Mutex(tool=virtual_tool), fail, lambda as_: as_.success("sync"))
     assert m.run() == "sync"
+
+
+def test_exception_text_reaches_the_error_info_whole(virtual_tool):
+    # a NUL cut the info short (C text); a FutoInError's info of no str was lost
+    for exc, info in [(ValueError("before\0after"), "before\\0after"), (FutoInError("Code", 5), "5")]:
+        def step(as_, exc=exc):
+            raise exc
+
+        with pytest.raises(FutoInError) as got:
+            AsyncSteps(virtual_tool).add(step).run()
+        assert got.value.info == info
+
+
+def test_a_keyboard_interrupt_from_str_of_the_exception_is_not_swallowed(virtual_tool):
+    class Loud(Exception):
+        def __str__(self):
+            raise KeyboardInterrupt("from __str__")
+
+    def step(as_):
+        raise Loud()
+
+    with pytest.raises(KeyboardInterrupt):
+        AsyncSteps(virtual_tool).add(step).run()

@@ -851,6 +851,27 @@ static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc, const char*
     PyErr_Clear();
 }
 
+static void fatal_keep(PyObject* value);
+
+/* text for the engine's C strings: a NUL would end it there */
+static PyObject* info_text(PyObject* info)
+{
+    if (!info || info == Py_None) {
+        return info;
+    }
+    PyObject* text = PyUnicode_Check(info) ? (Py_INCREF(info), info) : PyObject_Str(info);
+    Py_DECREF(info);
+    if (text && PyUnicode_FindChar(text, 0, 0, PyUnicode_GET_LENGTH(text), 1) >= 0) {
+        PyObject* nul = PyUnicode_FromStringAndSize("\0", 1);
+        PyObject* esc = nul ? PyUnicode_FromString("\\0") : NULL;
+        PyObject* r = esc ? PyUnicode_Replace(text, nul, esc, -1) : NULL;
+        Py_XDECREF(nul);
+        Py_XDECREF(esc);
+        Py_SETREF(text, r);
+    }
+    return text;
+}
+
 /* the code and info an exception raises as: a FutoInError's own, else the
  * class name and str() (new references, NULL where there is none) */
 static void exc_code_info(PyObject* type, PyObject* value, PyObject** code_o, PyObject** info_o)
@@ -859,10 +880,21 @@ static void exc_code_info(PyObject* type, PyObject* value, PyObject** code_o, Py
     *info_o = NULL;
     if (value && PyObject_IsInstance(value, g_FutoInError) == 1) {
         *code_o = PyObject_GetAttrString(value, "code");
-        *info_o = PyObject_GetAttrString(value, "info");
+        *info_o = info_text(PyObject_GetAttrString(value, "info"));
     } else if (type) {
         *code_o = PyObject_GetAttrString(type, "__name__");
-        *info_o = value ? PyObject_Str(value) : NULL;
+        *info_o = value ? info_text(PyObject_Str(value)) : NULL;
+    }
+    if (PyErr_Occurred() && (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)
+                             || PyErr_ExceptionMatches(PyExc_SystemExit))) {
+        /* from its __str__: not swallowed, it leaves run() as raised */
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        fatal_keep(v);
+        Py_XDECREF(t);
+        Py_XDECREF(v);
+        Py_XDECREF(tb);
     }
     PyErr_Clear();
 }
