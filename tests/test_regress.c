@@ -351,11 +351,12 @@ static void sync_body(FutoInAsyncSteps* bsi, void* d, size_t i)
     bsi->api->addSync(bsi, g_mutex6, NULL, f_noop, NULL);
 }
 
-static size_t run_sync_loop(FutoInAsyncTool* t, size_t n)
+/* the allocations of a flow that repeats body n times */
+static size_t run_repeat_loop(FutoInAsyncTool* t, size_t n, void (*body)(FutoInAsyncSteps*, void*, size_t))
 {
     FutoInAsyncSteps* as = futoin_steps_new(t);
     size_t before = g_allocs;
-    as->api->repeat(as, NULL, n, sync_body, NULL);
+    as->api->repeat(as, NULL, n, body, NULL);
     as->api->execute(as, NULL, NULL);
     futoin_tool_run(t);
     as->api->free(as);
@@ -369,9 +370,9 @@ static void sync_with_args_allocates_nothing(void** state)
     futoin_set_allocator(&counting);
     FutoInAsyncTool* t = futoin_tool_new();
     g_mutex6 = futoin_mutex_new(t, 1, FUTOIN_UNLIMITED);
-    run_sync_loop(t, 100); /* warm up the pools */
-    size_t small = run_sync_loop(t, 1000);
-    size_t big = run_sync_loop(t, 10000);
+    run_repeat_loop(t, 100, sync_body); /* warm up the pools */
+    size_t small = run_repeat_loop(t, 1000, sync_body);
+    size_t big = run_repeat_loop(t, 10000, sync_body);
     futoin_sync_free(g_mutex6);
     futoin_tool_free(t);
     futoin_set_allocator(NULL);
@@ -762,17 +763,6 @@ static void timeout_body(FutoInAsyncSteps* bsi, void* d, size_t i)
     bsi->api->add(bsi, NULL, times_out, recovers);
 }
 
-static size_t run_timeout_loop(FutoInAsyncTool* t, size_t n)
-{
-    FutoInAsyncSteps* as = futoin_steps_new(t);
-    size_t before = g_allocs;
-    as->api->repeat(as, NULL, n, timeout_body, NULL);
-    as->api->execute(as, NULL, NULL);
-    futoin_tool_run(t);
-    as->api->free(as);
-    return g_allocs - before;
-}
-
 static void steps_set_aside_are_bounded_on_a_clock_that_stands(void** state)
 {
     (void)state;
@@ -780,9 +770,9 @@ static void steps_set_aside_are_bounded_on_a_clock_that_stands(void** state)
     futoin_set_allocator(&counting);
     FutoInAsyncTool* t = futoin_tool_new();
     futoin_tool_use_virtual_time(t);
-    run_timeout_loop(t, 20000); /* fills what may be set aside */
+    run_repeat_loop(t, 20000, timeout_body); /* fills what may be set aside */
     const uint64_t at = futoin_tool_now(t);
-    size_t more = run_timeout_loop(t, 20000);
+    size_t more = run_repeat_loop(t, 20000, timeout_body);
     assert_int_equal(futoin_tool_now(t), at); /* no time passed */
     futoin_tool_free(t);
     futoin_set_allocator(NULL);

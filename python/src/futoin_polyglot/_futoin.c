@@ -851,7 +851,7 @@ static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc, const char*
     PyErr_Clear();
 }
 
-static void fatal_keep(PyObject* value);
+static void fatal_keep_pending(void);
 
 /* text for the engine's C strings: a NUL would end it there */
 static PyObject* info_text(PyObject* info)
@@ -887,14 +887,7 @@ static void exc_code_info(PyObject* type, PyObject* value, PyObject** code_o, Py
     }
     if (PyErr_Occurred() && (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)
                              || PyErr_ExceptionMatches(PyExc_SystemExit))) {
-        /* from its __str__: not swallowed, it leaves run() as raised */
-        PyObject *t, *v, *tb;
-        PyErr_Fetch(&t, &v, &tb);
-        PyErr_NormalizeException(&t, &v, &tb);
-        fatal_keep(v);
-        Py_XDECREF(t);
-        Py_XDECREF(v);
-        Py_XDECREF(tb);
+        fatal_keep_pending(); /* from its __str__: not swallowed, it leaves run() as raised */
     }
     PyErr_Clear();
 }
@@ -927,6 +920,18 @@ static void fatal_keep(PyObject* value)
     PyErr_Clear();
 }
 
+/* the pending KeyboardInterrupt or SystemExit, kept */
+static void fatal_keep_pending(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    fatal_keep(value);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
+
 /* raise the kept one: -1 */
 static int fatal_raise(void)
 {
@@ -946,13 +951,7 @@ static int fatal_raise(void)
 static void unraisable(PyObject* where)
 {
     if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        fatal_keep(value);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
+        fatal_keep_pending();
         return;
     }
     PyErr_WriteUnraisable(where);
