@@ -68,6 +68,19 @@ static inline void step_retire(fstep* s)
     ++s->gen;
 }
 
+/* the oldest step set aside goes back to the pool */
+static void cool_release_head(FutoInAsyncTool* t)
+{
+    fstep* s = t->cool_head;
+    t->cool_head = s->next;
+    if (!t->cool_head) {
+        t->cool_tail = NULL;
+    }
+    ++s->gen; /* a post made while it was set aside is stale too */
+    fpool_put(&t->step_pool, s);
+    --t->cool_n;
+}
+
 /* A step that ended while something outside may still hold its pointer
  * (it waited, and no completion of its own came) is set aside for
  * FTN_REUSE_DELAY_MS: a late success() through it is reported as for an
@@ -75,14 +88,7 @@ static inline void step_retire(fstep* s)
 static FTN_NOINLINE void step_cool(FutoInAsyncTool* t, fstep* s)
 {
     if (t->cool_n == FTN_REUSE_MAX_STEPS) {
-        fstep* old = t->cool_head;
-        t->cool_head = old->next;
-        if (!t->cool_head) {
-            t->cool_tail = NULL;
-        }
-        ++old->gen; /* a post made while it was set aside is stale too */
-        fpool_put(&t->step_pool, old);
-        --t->cool_n;
+        cool_release_head(t);
     }
     ++t->cool_n;
     s->next = NULL;
@@ -99,17 +105,8 @@ static FTN_NOINLINE void step_cool(FutoInAsyncTool* t, fstep* s)
 static FTN_NOINLINE void steps_uncool(FutoInAsyncTool* t)
 {
     const uint64_t now = ftool_now(t);
-    fstep* s = t->cool_head;
-    while (s && now >= s->timer_gen + FTN_REUSE_DELAY_MS) {
-        fstep* next = s->next;
-        ++s->gen; /* a post made while it was set aside is stale too */
-        fpool_put(&t->step_pool, s);
-        --t->cool_n;
-        s = next;
-    }
-    t->cool_head = s;
-    if (!s) {
-        t->cool_tail = NULL;
+    while (t->cool_head && now >= t->cool_head->timer_gen + FTN_REUSE_DELAY_MS) {
+        cool_release_head(t);
     }
 }
 

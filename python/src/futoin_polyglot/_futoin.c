@@ -1421,6 +1421,12 @@ static int check_step(StepsObject* self, const char* what)
     return check_not_cancelled(self, what);
 }
 
+/* what makes a step wait (set_timeout() & co.): on a step, on its loop thread */
+static int check_waitable(StepsObject* self, const char* what)
+{
+    return check_step(self, what) || check_step_thread(self, what) ? -1 : 0;
+}
+
 /* a callback: callable, but no AsyncSteps (calling one is its success()) */
 static int step_callable(PyObject* o)
 {
@@ -1789,7 +1795,7 @@ static PyObject* Steps_set_timeout(StepsObject* self, PyObject* arg)
         PyErr_SetString(PyExc_ValueError, "timeout too large");
         return NULL;
     }
-    if (check_step(self, "set_timeout()") || check_step_thread(self, "set_timeout()")) {
+    if (check_waitable(self, "set_timeout()")) {
         return NULL;
     }
     self->bsi->api->setTimeout(self->bsi, (uint32_t)ms);
@@ -1809,7 +1815,7 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
         PyErr_SetString(PyExc_TypeError, "cancel handler is an async def: the engine never awaits it");
         return NULL;
     }
-    if (check_step(self, "set_cancel()") || check_step_thread(self, "set_cancel()")) {
+    if (check_waitable(self, "set_cancel()")) {
         return NULL;
     }
     pyfrag* f = pyfrag_new(self, self->bsi, func, NULL, self->tool);
@@ -1824,7 +1830,7 @@ static PyObject* Steps_set_cancel(StepsObject* self, PyObject* func)
 static PyObject* Steps_wait_external(StepsObject* self, PyObject* unused)
 {
     (void)unused;
-    if (check_step(self, "wait_external()") || check_step_thread(self, "wait_external()")) {
+    if (check_waitable(self, "wait_external()")) {
         return NULL;
     }
     self->went_on = 1;
@@ -3310,6 +3316,16 @@ static PyObject* overflow_as_value(const char* what)
     return NULL;
 }
 
+/* a burst (Tool(burst=), Tool.burst): 1 step or more; -1 raised */
+static int burst_check(long long n, int overflow, const char* what)
+{
+    if (overflow || n < 1 || n > (long long)UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s must be between 1 and %u", what, UINT32_MAX);
+        return -1;
+    }
+    return 0;
+}
+
 static int u32_of(long long v, const char* what, unsigned int* out)
 {
     if (v < 0 || v > (long long)UINT32_MAX) {
@@ -3328,8 +3344,8 @@ static PyObject* Tool_new(PyTypeObject* type, PyObject* args, PyObject* kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|pL:Tool", kwlist, &virt, &burst_ll)) {
         return overflow_as_value("Tool(burst)");
     }
-    if (burst_ll != LLONG_MIN && (burst_ll < 1 || burst_ll > (long long)UINT32_MAX)) {
-        return PyErr_Format(PyExc_ValueError, "Tool(burst) must be between 1 and %u", UINT32_MAX); /* as Tool.burst */
+    if (burst_ll != LLONG_MIN && burst_check(burst_ll, 0, "Tool(burst)")) {
+        return NULL;
     }
     const unsigned int burst = burst_ll == LLONG_MIN ? 0 : (unsigned int)burst_ll;
     ToolObject* self = (ToolObject*)type->tp_alloc(type, 0);
@@ -3842,8 +3858,7 @@ static int Tool_set_burst(ToolObject* self, PyObject* v, void* c)
     }
     int overflow = 0;
     const long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || n < 1 || n > (long long)UINT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "Tool.burst must be between 1 and %u", UINT32_MAX);
+    if (burst_check(n, overflow, "Tool.burst")) {
         return -1;
     }
     futoin_tool_set_burst(self->tool, (uint32_t)n);
