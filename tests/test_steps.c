@@ -827,6 +827,31 @@ static void is_valid_as_the_reference_bool_cast(void** state)
     assert_true(as->api->isValid(as)); /* done: usable again */
 }
 
+/* cancel() of the root inside its own step: the step is cancelled at once
+ * (its callback still runs): no longer valid, and it says so */
+static void valid_self_cancel(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    trace("before:%d,%d", bsi->api->isValid(bsi), futoin_steps_is_cancelled(bsi));
+    g_fx.root->api->cancel(g_fx.root);
+    trace("after:%d,%d", bsi->api->isValid(bsi), futoin_steps_is_cancelled(bsi));
+    bsi->api->add(bsi, "dropped", f_trace, NULL);
+}
+
+static void is_valid_false_once_its_root_is_cancelled(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, NULL, valid_self_cancel, NULL);
+    as->api->add(as, "never", f_trace, NULL);
+    as->api->execute(as, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("before:1,0|after:0,1");
+    assert_true(as->api->isValid(as)); /* idle again */
+    assert_false(futoin_steps_is_cancelled(as));
+}
+
 static void new_instance_runs_independently(void** state)
 {
     (void)state;
@@ -916,6 +941,7 @@ int main(void)
             T(root_id_same_in_flow_different_in_branches),
             T(is_valid_tracks_step_life),
             T(is_valid_as_the_reference_bool_cast),
+            T(is_valid_false_once_its_root_is_cancelled),
             T(new_instance_runs_independently),
             T(root_level_use_before_execute),
     };

@@ -474,7 +474,7 @@ static ptrdiff_t api_root_id(FutoInAsyncSteps* bsi)
  * started yet; not while sub-steps or branches run, not once ended */
 static int api_is_valid(FutoInAsyncSteps* bsi)
 {
-    if (!bsi) {
+    if (!bsi || futoin_steps_is_cancelled(bsi)) {
         return 0;
     }
     switch (fstep_of(bsi)->state) {
@@ -606,6 +606,15 @@ FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool)
 int futoin_steps_is_native(const FutoInAsyncSteps* bsi)
 {
     return bsi && bsi->api == &ftn_steps_api && bsi != &dead_step.iface;
+}
+
+int futoin_steps_is_cancelled(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    const fstep* s = fstep_of(bsi);
+    return s->kind != FK_ROOT && s->state != FS_FREE && (s->flow->flags & (FL_CANCEL_REQ | FL_FREE_REQ)) != 0;
 }
 
 int futoin_steps_is_top(FutoInAsyncSteps* bsi)

@@ -845,3 +845,38 @@ def test_set_timeout_of_no_int_is_a_type_error(virtual_tool, ms):
 
     AsyncSteps(virtual_tool).add(step).run()
     assert type(got["exc"]) is TypeError
+
+
+def test_a_step_whose_root_it_cancelled_is_out_of_service(virtual_tool):
+    # as in the JS reference (cancel() ends every step; their interfaces throw
+    # "out of service"): building on it was silently dropped, bool() said True
+    out = []
+
+    def step(as_):
+        root.cancel()
+        out.append(bool(as_))
+        for name, call in [("add", lambda: as_.add(noop)), ("parallel", lambda: as_.parallel()),
+                           ("loop", lambda: as_.loop(noop)), ("repeat", lambda: as_.repeat(2, noop)),
+                           ("for_each", lambda: as_.for_each([1], noop)),
+                           ("sync", lambda: as_.sync(Mutex(), noop)),
+                           ("success", lambda: as_.success(1)), ("error", lambda: as_.error("X")),
+                           ("set_timeout", lambda: as_.set_timeout(5)),
+                           ("set_cancel", lambda: as_.set_cancel(noop)),
+                           ("wait_external", as_.wait_external), ("break_loop", as_.break_loop)]:
+            with pytest.raises(RuntimeError, match="cancel"):
+                call()
+            out.append(name)
+        out.append(as_.state["n"])  # the state stays readable
+
+    root = AsyncSteps(virtual_tool)
+    root.state["n"] = 7
+    root.add(step).add(lambda as_: out.append("next step"))
+    root.execute(lambda as_, code: out.append(code))
+    virtual_tool.run()
+    assert out == [False, "add", "parallel", "loop", "repeat", "for_each", "sync", "success", "error",
+                   "set_timeout", "set_cancel", "wait_external", "break_loop", 7]
+    assert root  # idle again, usable for a next run
+    root.add(lambda as_: out.append("rerun"))
+    root.execute()
+    virtual_tool.run()
+    assert out[-1] == "rerun"

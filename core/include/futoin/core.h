@@ -488,6 +488,10 @@ FUTOIN_API int futoin_steps_is_root(FutoInAsyncSteps* bsi);
 FUTOIN_API FutoInAsyncTool* futoin_steps_tool(FutoInAsyncSteps* bsi);
 /* 1 when `bsi` was made by this library. */
 FUTOIN_API int futoin_steps_is_native(const FutoInAsyncSteps* bsi);
+/* 1 when `bsi` is a step of a flow cancelled (or freed) while a callback
+ * of it runs: the cancel takes effect when that callback returns, but its
+ * steps are done with; isValid() says 0 for them. */
+FUTOIN_API int futoin_steps_is_cancelled(FutoInAsyncSteps* bsi);
 
 /* ---- sync primitives ---- */
 

@@ -1367,12 +1367,14 @@ static int check_step_thread(StepsObject* self, const char* what)
     return 0;
 }
 
+static int check_not_cancelled(StepsObject* self, const char* what);
+
 /* usable, and not a root whose flow runs: a root-level add() then is
  * InternalError, as in the JS reference; from outside the flow's callbacks
  * it fails the flow where it waits, as the reference's root error() */
 static int check_addable(StepsObject* self, const char* what)
 {
-    if (check_usable(self) || check_step_thread(self, what)) {
+    if (check_usable(self) || check_step_thread(self, what) || check_not_cancelled(self, what)) {
         return -1;
     }
     if (!self->owns || self->bsi->api->isValid(self->bsi)) {
@@ -1399,11 +1401,17 @@ static int check_addable(StepsObject* self, const char* what)
 /* usable, and the interface of a step: success(), setTimeout() & co. on a
  * root of ours only printed a misuse line */
 /* in its cancel handler, a step is cancelled: nothing completes it, as the
- * JS reference's InternalError there (state stays readable) */
+ * JS reference's InternalError there (state stays readable); so is a step
+ * whose callback cancelled its root, as the reference's "out of service"
+ * (else what it added was dropped without a word) */
 static int check_not_cancelled(StepsObject* self, const char* what)
 {
     if (self->in_cancel) {
         PyErr_Format(PyExc_RuntimeError, "%s in a cancel handler: its step is cancelled", what);
+        return -1;
+    }
+    if (!self->owns && on_loop_thread(self->bsi) && futoin_steps_is_cancelled(self->bsi)) {
+        PyErr_Format(PyExc_RuntimeError, "%s on a step whose flow was cancelled: it is out of service", what);
         return -1;
     }
     return 0;
