@@ -1145,3 +1145,44 @@ def test_arity_of_partial_and_callable_objects(virtual_tool):
     as_.add(Step())
     as_.run()
     assert got == [("partial", 1), ("obj", 4, 5)]
+
+
+def test_a_subclass_with_a_constructor_of_its_own(virtual_tool):
+    # the usual Python subclass: its own __init__ arguments, then
+    # super().__init__(tool); __new__ refused the arguments it did not know
+    class Request(AsyncSteps):
+        def __init__(self, request, tool=None, *, trace=False):
+            super().__init__(tool)
+            self.request = request
+            self.trace = trace
+
+        def respond(self):
+            return self.add(lambda as_: as_.success(self.request.upper()))
+
+    r = Request("ping", virtual_tool, trace=True)
+    assert (r.request, r.trace) == ("ping", True)
+    assert r.respond().run() == "PING"
+    r2 = Request(request="pong", tool=virtual_tool)
+    assert r2.respond().run() == "PONG"
+
+    class Plain(AsyncSteps):
+        def __init__(self, tool=None):
+            super().__init__(tool=tool)
+            self.ok = True
+
+    p = Plain(virtual_tool)
+    assert p.ok and p.add(lambda as_: as_.success(1)).run() == 1
+    # AsyncSteps itself still takes nothing but its tool
+    with pytest.raises(TypeError):
+        AsyncSteps(virtual_tool, 1)
+    with pytest.raises(TypeError):
+        AsyncSteps(bogus=1)
+    # super().__init__() with another tool than the root was made on
+    other = Tool(virtual_time=True)
+
+    class Wrong(AsyncSteps):
+        def __init__(self, tool=None):
+            super().__init__(other)
+
+    with pytest.raises(ValueError, match="tool"):
+        Wrong(virtual_tool)

@@ -291,11 +291,33 @@ class _IterBody:
         as_.break_loop(self.label)
 
 
+def _tool_of_args(cls, tool, args, kwargs):
+    """The tool among the arguments of a subclass's constructor of its own
+    (``tool=``, else the first Tool passed), None when none is; AsyncSteps
+    itself takes nothing else."""
+    if cls.__init__ is AsyncStepsBase.__init__:
+        if isinstance(tool, Tool) and not args and not kwargs:
+            return tool  # (a subclass of Tool)
+        raise TypeError(f"{cls.__name__}() takes one optional argument, tool (a Tool); "
+                        "a subclass with other arguments defines __init__")
+    kw = kwargs.get("tool")
+    if isinstance(kw, Tool):
+        return kw
+    for a in (tool, *args):
+        if isinstance(a, Tool):
+            return a
+    return None
+
+
 class AsyncSteps(AsyncStepsBase):
     """An FTN12 AsyncSteps object.
 
     ``AsyncSteps()`` makes a root on the current tool (see ``get_tool``);
-    step callbacks receive views of the same class over their own step.
+    step callbacks receive views over their own step, of this class (not
+    of a subclass: as the JS library's step interfaces, they are not the
+    root). A subclass may define ``__init__`` with arguments of its own and
+    call ``super().__init__(tool)``; the root is made on its ``tool=``
+    argument, else on the first Tool it is given, else on the current one.
     """
 
     __slots__ = ()
@@ -303,7 +325,9 @@ class AsyncSteps(AsyncStepsBase):
     # spec 2.2.2: where the language has a call operator, it is success()
     __call__ = AsyncStepsBase.success
 
-    def __new__(cls, tool: "Tool | None" = None):
+    def __new__(cls, tool: "Tool | None" = None, *args, **kwargs):
+        if args or kwargs or (tool is not None and type(tool) is not Tool):
+            tool = _tool_of_args(cls, tool, args, kwargs)
         if tool is None:
             # the common case inline: the loop used last (see _driver_for)
             loop = _running_loop()

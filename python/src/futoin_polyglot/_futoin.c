@@ -3077,6 +3077,33 @@ static PyObject* Steps_new(PyTypeObject* type, PyObject* args, PyObject* kw)
     return (PyObject*)v;
 }
 
+/* __init__(tool=None): the tool was taken by __new__; this is for a
+ * subclass's super().__init__(tool), which object.__init__ refused */
+static int Steps_init(StepsObject* self, PyObject* args, PyObject* kw)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!kw && (n == 0 || (n == 1 && PyTuple_GET_ITEM(args, 0) == self->tool))) {
+        return 0; /* AsyncSteps() and AsyncSteps(tool): nothing to check */
+    }
+    static char* kwlist[] = {"tool", NULL};
+    PyObject* tool = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:AsyncSteps.__init__", kwlist, &tool)) {
+        return -1;
+    }
+    if (tool != Py_None && !PyObject_TypeCheck(tool, &ToolType)) {
+        PyErr_Format(PyExc_TypeError, "AsyncSteps.__init__(): tool must be a Tool or None, not %.100s",
+                     Py_TYPE(tool)->tp_name);
+        return -1;
+    }
+    if (tool != Py_None && self->owns && tool != self->tool) {
+        PyErr_SetString(PyExc_ValueError,
+                        "AsyncSteps.__init__(): the tool differs from the one the root was made on by "
+                        "__new__() (pass the same tool to the constructor)");
+        return -1;
+    }
+    return 0;
+}
+
 static PyMethodDef Steps_methods[] = {
         {"add", (PyCFunction)(void (*)(void))Steps_add, METH_FASTCALL | METH_KEYWORDS,
          "add(func, onerror=None): add a step; returns self"},
@@ -3141,6 +3168,7 @@ static PyTypeObject StepsType = {
         .tp_basicsize = sizeof(StepsObject),
         .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
         .tp_new = Steps_new,
+        .tp_init = (initproc)Steps_init,
         .tp_dealloc = (destructor)Steps_dealloc,
         .tp_traverse = (traverseproc)Steps_traverse,
         .tp_clear = (inquiry)Steps_clear,
