@@ -32,6 +32,7 @@ def load_clib() -> ctypes.CDLL:
 async def main() -> None:
     lib = load_clib()
     address = ctypes.cast(lib.c_double, ctypes.c_void_p).value
+    assert address is not None
     c_double = CStep(address, keep=lib)  # keep: the library stays loaded
 
     # 1. Python -> C -> Python -> C
@@ -65,7 +66,7 @@ async def main() -> None:
         as_.add(c_double)
         as_.add(lambda as_, v: total.append(v))
 
-    total = []
+    total: list[int] = []
     await asyncio.gather(*[AsyncSteps().repeat(10, body) for _ in range(3)])
     print(f"3 flows x repeat(10) through c_double: sum = {sum(total)}")
 
