@@ -522,6 +522,73 @@ static void roots_made_and_freed_on_another_thread(void** state)
     g_remote_root->api->free(g_remote_root);
 }
 
+/* 7c. the loop-thread-only slots from another thread on an idle root and
+ * on the tool's scheduler: add() took steps from the loop thread's pool
+ * unsynchronised (double frees), sched_immediate() its task queue (lost
+ * callbacks); now each is reported and ignored */
+static int g_sync_calls;
+
+static void xsync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    (void)sync;
+    (void)bsi;
+    ++g_sync_calls;
+}
+
+static void xsync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    (void)sync;
+    (void)bsi;
+    ++g_sync_calls;
+}
+
+static const FutoInSyncAPI xsync_api = {.lock = xsync_lock, .unlock = xsync_unlock};
+static FutoInSync g_xsync = {&xsync_api};
+
+static void x_trace(void* data)
+{
+    trace("%s", (const char*)data);
+}
+
+static void x_body(FutoInAsyncSteps* bsi, void* data, size_t i)
+{
+    (void)bsi;
+    trace("%s %zu", (const char*)data, i);
+}
+
+static void* misuse_idle_root_thread(void* arg)
+{
+    FutoInAsyncSteps* r = arg;
+    r->api->add(r, "added from a thread", f_trace, NULL);
+    FutoInAsyncSteps* p = r->api->parallel(r, NULL, NULL);
+    p->api->add(p, "branch from a thread", f_trace, NULL);
+    r->api->loop(r, "loop from a thread", c_trace, NULL);
+    r->api->repeat(r, "repeat from a thread", 2, x_body, NULL);
+    r->api->addSync(r, &g_xsync, "sync from a thread", f_trace, NULL);
+    FutoInHandle h1 = r->api->sched_immediate(r, "immediate from a thread", x_trace);
+    FutoInHandle h2 = r->api->sched_deferred(r, 1, "deferred from a thread", x_trace);
+    assert_false(r->api->sched_is_valid(r, &h1));
+    assert_false(r->api->sched_is_valid(r, &h2));
+    r->api->sched_cancel(r, &h1);
+    r->api->execute(r, NULL, on_unhandled);
+    return NULL;
+}
+
+static void a_thread_cannot_build_on_an_idle_root_nor_schedule(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, misuse_idle_root_thread, as), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(as->api->isValid(as)); /* not executed from there */
+    as->api->add(as, "loop thread", f_trace, NULL);
+    as->api->execute(as, NULL, on_unhandled);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("loop thread");
+    assert_int_equal(g_sync_calls, 0);
+}
+
 /* 8. out of memory copying an error code kept the previous code: a body's
  * error after a continueLoop() was read as LoopCont and the loop went on */
 static int g_fail_allocs;
@@ -816,6 +883,7 @@ int main(void)
             T(loop_only_slot_from_another_thread_is_only_reported),
             T(a_thread_cannot_build_on_a_step_whose_callback_runs),
             T(roots_made_and_freed_on_another_thread),
+            T(a_thread_cannot_build_on_an_idle_root_nor_schedule),
             T(error_code_lost_to_oom_is_not_the_previous_one),
             T(cross_thread_success_out_of_memory_cleans_values),
             T(loop_label_lost_to_oom_fails_the_flow),

@@ -25,10 +25,24 @@ static fstep* live(FutoInAsyncSteps* bsi, const char* slot)
     return s;
 }
 
+/* live, and called on its tool's loop thread: the slots that are not
+ * posted from another thread build on memory the loop thread owns (the
+ * step pool, the task queue), so from another thread they are reported
+ * and ignored */
+static fstep* here(FutoInAsyncSteps* bsi, const char* slot)
+{
+    fstep* s = live(bsi, slot);
+    if (FTN_UNLIKELY(s && !ftool_is_loop_thread(s->flow->tool))) {
+        report(slot, "from another thread than its tool's loop thread");
+        return NULL;
+    }
+    return s;
+}
+
 static void api_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
                     FutoInAsyncSteps_error_callback eh)
 {
-    fstep* s = live(bsi, "add()");
+    fstep* s = here(bsi, "add()");
     if (!s) {
         return;
     }
@@ -45,7 +59,7 @@ static void api_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_
 
 void* futoin_tool_host_add(FutoInAsyncSteps* bsi, FutoInAsyncSteps_error_callback eh)
 {
-    fstep* s = futoin_steps_is_native(bsi) ? live(bsi, "add()") : NULL;
+    fstep* s = futoin_steps_is_native(bsi) ? here(bsi, "add()") : NULL;
     FutoInAsyncSteps_execute_callback f = s ? s->flow->tool->host_exec : NULL;
     fstep* c = f ? feng_add(s, FK_STEP, NULL) : NULL;
     if (!c) {
@@ -63,7 +77,7 @@ static fstep dead_step = {.iface = {&ftn_steps_api}, .state = FS_FREE};
 static FutoInAsyncSteps* api_parallel(FutoInAsyncSteps* bsi, void* data,
                                       FutoInAsyncSteps_error_callback eh)
 {
-    fstep* s = live(bsi, "parallel()");
+    fstep* s = here(bsi, "parallel()");
     fstep* c = s ? feng_add(s, FK_PARALLEL, data) : NULL;
     if (!c) {
         return &dead_step.iface;
@@ -307,7 +321,7 @@ static void loop_label_lost(FutoInAsyncSteps* bsi, void* data, const FutoInArgs*
 
 static fstep* add_loop(FutoInAsyncSteps* bsi, void* data, int kind, int has_f, const char* label)
 {
-    fstep* s = live(bsi, kind == FK_LOOP ? "loop()" : "repeat()");
+    fstep* s = here(bsi, kind == FK_LOOP ? "loop()" : "repeat()");
     if (!s) {
         return NULL;
     }
@@ -385,7 +399,7 @@ static void api_continue_loop(FutoInAsyncSteps* bsi, const char* label)
 
 static void api_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
 {
-    fstep* s = live(bsi, "execute()");
+    fstep* s = here(bsi, "execute()");
     if (!s) {
         return;
     }
@@ -439,7 +453,7 @@ static void api_cancel(FutoInAsyncSteps* bsi)
 static void api_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
                          FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
 {
-    fstep* s = live(bsi, "addSync()");
+    fstep* s = here(bsi, "addSync()");
     if (!s) {
         return;
     }
@@ -524,7 +538,7 @@ static void api_free(FutoInAsyncSteps* bsi)
 
 static FutoInAsyncTool* tool_of(FutoInAsyncSteps* bsi, const char* slot)
 {
-    fstep* s = live(bsi, slot);
+    fstep* s = here(bsi, slot);
     return s ? s->flow->tool : NULL;
 }
 

@@ -1227,10 +1227,7 @@ fstep* feng_add(fstep* s, int kind, void* data)
     switch (s->state) {
     case FS_EXEC:
     case FS_EH:
-        if (FTN_UNLIKELY(!ftool_is_loop_thread(s->flow->tool))) {
-            feng_misuse(s, kind == FK_PARALLEL ? "parallel()" : "add()"); /* reported: it would race the callback */
-            return NULL;
-        }
+        /* (the API slots refused a call from another thread already) */
         if (s->flags & F_SUCCESS) {
             feng_misuse(s, "add() after success()");
             return NULL;
