@@ -729,9 +729,14 @@ const stepMs = (root, ms) => {
 /* milliseconds of setTimeout(), as futoin-asyncsteps hands them to Node's
  * setTimeout(): coerced as there (no number: the shortest delay; a Symbol or
  * a BigInt throws TypeError there too) */
-const msOf = (ms) => {
+const msOf = (ms, test) => {
     const n = ms * 1;
-    return Number.isNaN(n) ? 0 : timerMs(n);
+    if (Number.isNaN(n)) {
+        return 0;
+    }
+    // AsyncToolTest's virtual clock takes any delay, as futoin-asyncsteps'
+    // (stepMs() caps it): Node's rule for a huge one is for its real timers
+    return test ? n : timerMs(n);
 };
 
 /* repeat(count): futoin-asyncsteps runs the body while `i < count`, so a
@@ -1166,7 +1171,7 @@ class AsyncStepProtector {
         if ((this._f & F_OUT) !== 0 || endedInCallback(this)) {
             throw new Error(STALE); // (production mode: a cancel handler's)
         }
-        timeout_ms = msOf(timeout_ms);
+        timeout_ms = msOf(timeout_ms, this._root._test);
         const tool = timerTool(this._root);
         if (tool !== null) {
             toolTimeout(this, timeout_ms, tool);

@@ -1976,6 +1976,8 @@ static napi_value n_test_later(napi_env env, napi_callback_info info)
     napi_get_value_double(env, argv[1], &ms);
     if (!(ms >= 0)) {
         ms = 0;
+    } else if (ms > UINT32_MAX) {
+        ms = UINT32_MAX; /* Infinity too: after every finite delay, as there */
     }
     FutoInAsyncSteps* s = e->test_sched;
     FutoInHandle hd = ms > 0 ? s->api->sched_deferred(s, (uint32_t)ms, (void*)(uintptr_t)key, test_fire)

@@ -6,7 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, deferred, IMPL, T } = require('./helpers');
+const { $as, runFlow, deferred, IMPL, T, onTestTool } = require('./helpers');
 
 test('execute() runs the first step synchronously', T, async () => {
     const trace = [];
@@ -1095,3 +1095,33 @@ test('a step timeout below 1 ms waits 1 ms, as Node\'s setTimeout(): a setImmedi
         }
         assert.deepStrictEqual(got, ['0:ok', '-5:ok', '0.5:ok', 'NaN:ok', 'null:ok', 'soon:ok']);
     });
+
+test('AsyncToolTest: a huge step timeout or callLater() delay comes after the events before it', T, () => onTestTool(async (AT) => {
+    // its virtual clock takes any delay, as futoin-asyncsteps' test tool
+    // (Node's rule that such a delay is 1 ms is for real timers)
+    const warnings = [];
+    const warn = (w) => warnings.push(w.name);
+    process.on('warning', warn);
+    try {
+        for (const ms of [2 ** 31, 2 ** 40, Infinity]) {
+            const out = [];
+            $as().add((as) => {
+                as.setTimeout(ms);
+            }, (as, err) => out.push(err)).execute();
+            AT.callLater(() => out.push('event'), 100);
+            AT.run();
+            assert.deepStrictEqual(out, ['event', 'Timeout'], String(ms));
+        }
+        const out = [];
+        AT.callLater(() => out.push('Infinity'), Infinity);
+        AT.callLater(() => out.push('0ms'), 0);
+        AT.callLater(() => out.push('2^31'), 2 ** 31);
+        AT.callLater(() => out.push('5ms'), 5);
+        AT.run();
+        assert.deepStrictEqual(out, ['0ms', '5ms', '2^31', 'Infinity']);
+        await new Promise((resolve) => setImmediate(resolve)); // process.emitWarning() emits on a tick
+    } finally {
+        process.off('warning', warn);
+    }
+    assert.deepStrictEqual(warnings, []);
+}));
