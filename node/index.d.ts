@@ -66,7 +66,7 @@ declare namespace $as {
     interface State {
         (): State;
         /** error_info given to the last error() (undefined when none) */
-        error_info?: string;
+        error_info?: any;
         /** the last exception caught: the thrown value or an Error(code) */
         last_exception?: any;
         /** step handlers of the current stack, for debugging (not in production mode) */
@@ -104,21 +104,21 @@ declare namespace $as {
          * Raise error `name` (an FTN12 code such as Errors.InvalidRequest or
          * any identifier); `error_info` goes to state.error_info. Throws.
          */
-        error(name: string, error_info?: string): never;
+        error(name: string, error_info?: any): never;
 
         /** Copy the steps and the not yet defined state variables of a model root. */
         copyFrom(other: AsyncSteps): this;
 
         /** Add a step running `func` until as.break() or an error. */
-        loop(func: LoopFunc, label?: string): this;
+        loop(func: LoopFunc, label?: any): this;
 
         /** Add a step running func(as, i) for i in [0, count). */
-        repeat(count: number, func: RepeatFunc, label?: string): this;
+        repeat(count: number, func: RepeatFunc, label?: any): this;
 
         /** Add a step running func(as, key, value) for each element. */
-        forEach<V>(list: ReadonlyArray<V>, func: ForEachFunc<number, V>, label?: string): this;
-        forEach<K, V>(map: MapLike<K, V>, func: ForEachFunc<K, V>, label?: string): this;
-        forEach<V>(object: { readonly [key: string]: V }, func: ForEachFunc<string, V>, label?: string): this;
+        forEach<V>(list: ReadonlyArray<V>, func: ForEachFunc<number, V>, label?: any): this;
+        forEach<K, V>(map: MapLike<K, V>, func: ForEachFunc<K, V>, label?: any): this;
+        forEach<V>(object: { readonly [key: string]: V }, func: ForEachFunc<string, V>, label?: any): this;
 
         /** Shortcut for add((as) => as.success(...args)). */
         successStep(...args: any[]): this;
@@ -157,10 +157,10 @@ declare namespace $as {
         waitExternal(): this;
 
         /** Leave the innermost loop, or the loop named `label`. Throws. */
-        break(label?: string): never;
+        break(label?: any): never;
 
         /** Next iteration of the innermost loop, or of the loop named `label`. Throws. */
-        continue(label?: string): never;
+        continue(label?: any): never;
     }
 
     /** The object parallel() returns: add() its branches. */
@@ -168,7 +168,7 @@ declare namespace $as {
         add(func: ExecFunc, onerror?: ErrorFunc | null | false): this;
         add(step: CStep, onerror?: ErrorFunc | null | false): this;
         /** Set state.error_info and state.last_exception, then throw (futoin-polyglot extra). */
-        error(name: string, error_info?: string): never;
+        error(name: string, error_info?: any): never;
         isAsyncSteps(): boolean;
     }
 

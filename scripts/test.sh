@@ -60,6 +60,10 @@ sh conformance/node/build.sh "$root/build/ci" >/dev/null
   || { cat build/ci/conformance-js.log; exit 1; }
 grep -v '^pass' build/ci/conformance-js.log || true
 bash node/examples/run-all.sh
+# the declarations as a TypeScript user gets them from the installed package
+( cd "$node_tmp" && npm install --no-audit --no-fund --no-save typescript@5 >/dev/null \
+    && cp "$root/node/test/types/user.ts" . && npx tsc --strict --noEmit --target es2020 --module commonjs user.ts )
+echo "Node type declarations pass tsc --strict"
 python3 scripts/extract_quickstart.py js > "$node_tmp/quickstart.js"
 test "$(cd "$node_tmp" && node quickstart.js | tr '\n' '|')" = "data:42|handled MyError handled below|"
 echo "README Node quickstart runs as written"

@@ -1,0 +1,2 @@
+import $as = require('../index');
+export = $as;
