@@ -583,8 +583,7 @@ static void a_thread_cannot_build_on_an_idle_root_nor_schedule(void** state)
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_true(as->api->isValid(as)); /* not executed from there */
     as->api->add(as, "loop thread", f_trace, NULL);
-    as->api->execute(as, NULL, on_unhandled);
-    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    run_root();
     assert_trace("loop thread");
     assert_int_equal(g_sync_calls, 0);
 }

@@ -845,8 +845,7 @@ static void is_valid_false_once_its_root_is_cancelled(void** state)
     FutoInAsyncSteps* as = g_fx.root;
     as->api->add(as, NULL, valid_self_cancel, NULL);
     as->api->add(as, "never", f_trace, NULL);
-    as->api->execute(as, NULL, on_unhandled);
-    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    run_root();
     assert_trace("before:1,0|after:0,1");
     assert_true(as->api->isValid(as)); /* idle again */
     assert_false(futoin_steps_is_cancelled(as));

@@ -1410,7 +1410,9 @@ static int check_not_cancelled(StepsObject* self, const char* what)
         PyErr_Format(PyExc_RuntimeError, "%s in a cancel handler: its step is cancelled", what);
         return -1;
     }
-    if (!self->owns && on_loop_thread(self->bsi) && futoin_steps_is_cancelled(self->bsi)) {
+    /* (only the step's own callback can see it so: in_cb keeps the check
+     * off completions from outside) */
+    if (self->in_cb && on_loop_thread(self->bsi) && futoin_steps_is_cancelled(self->bsi)) {
         PyErr_Format(PyExc_RuntimeError, "%s on a step whose flow was cancelled: it is out of service", what);
         return -1;
     }
