@@ -91,3 +91,10 @@ export function syncAddress(sync: $as.Mutex | $as.Throttle | $as.Limiter): bigin
 export function keepAlive(): void;
 /** Undo one keepAlive(); throws when none is held. */
 export function release(): void;
+
+/**
+ * true: a Throttle or Limiter made while AsyncToolTest is installed counts its
+ * periods in AsyncToolTest's virtual time (run(), nextEvent() move them on).
+ * false (the default): periods run on real timers, as in futoin-asyncsteps.
+ */
+export function virtualPeriods(on: boolean): void;

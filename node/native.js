@@ -12,6 +12,7 @@ const N = require('./lib/binding');
 const AsyncSteps = require('./lib/AsyncSteps');
 const AsyncToolTest = require('./lib/AsyncToolTest');
 const reg = require('./lib/registry');
+const { virtualPeriods } = require('./lib/syncobj');
 
 /**
  * A C step: an FTN12 execute callback (and optional error callback) from a
@@ -190,7 +191,14 @@ const syncAddress = (sync) => {
 const keepAlive = () => N.hold(1);
 const release = () => N.hold(-1);
 
+/**
+ * virtualPeriods(true): a Throttle or Limiter made while AsyncToolTest is
+ * installed counts its periods in AsyncToolTest's virtual time, so run()
+ * and nextEvent() move them on (for deterministic tests). Off by default:
+ * their periods run on real timers, as futoin-asyncsteps' do.
+ */
+
 module.exports = {
     CStep, cstep, symbol, binary, wrap, isNative, toolAddress, WrappedSteps, syncAdapter, syncAddress,
-    keepAlive, release,
+    keepAlive, release, virtualPeriods,
 };

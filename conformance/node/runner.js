@@ -74,6 +74,7 @@ const load = (opts) => {
     native = require(path.join(pkg, 'native.js'));
     T = $as.AsyncToolTest;
     $as.installAsyncToolTest(); // roots and sync objects in virtual time
+    native.virtualPeriods(true); // the periods of Throttle and Limiter too
     const lib = path.resolve(opts.ftnconf);
     const addon = path.resolve(opts.addon || path.join(path.dirname(lib), 'ftnconf_node.node'));
     if (!fs.existsSync(addon)) {

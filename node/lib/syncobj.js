@@ -85,8 +85,22 @@ const throttleFields = (proto) => {
     });
 };
 
+/* futoin-asyncsteps runs every period on a real timer, also under
+ * AsyncToolTest; native.virtualPeriods(true) puts those of objects made
+ * while it is installed in its virtual time (deterministic runs) */
+let virtual = false;
+const virtualPeriods = (on) => {
+    if (typeof on !== 'boolean') {
+        throw new TypeError('virtualPeriods() expects a boolean');
+    }
+    virtual = on;
+};
+
 /* whether new objects use the AsyncToolTest scheduler */
 const onTestTool = () => {
+    if (!virtual) {
+        return false;
+    }
     const main = require('./main');
     return main.ActiveAsyncTool === main.AsyncToolTest;
 };
@@ -117,6 +131,6 @@ const count = (v, what) => Math.ceil(positive(v, what));
 const period = (v, what) => timerMs(positive(v, what));
 
 module.exports = {
-    ISync, nativeInit, nativeClass, nativeSync, N, onTestTool, queueLimit, positive, count, period, mutexFields,
+    ISync, nativeInit, nativeClass, nativeSync, N, onTestTool, virtualPeriods, queueLimit, positive, count, period, mutexFields,
     throttleFields,
 };

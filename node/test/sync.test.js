@@ -399,24 +399,94 @@ test('Mutex, Throttle and Limiter show who is inside and who waits as futoin-asy
     assert.strictEqual(thr._queue.length, 0);
 });
 
-// futoin-asyncsteps' Throttle keeps its period on a real interval timer; this
-// one is on the scheduler of the tool it was made under (virtual time here)
+// futoin-asyncsteps' Throttle and Limiter keep their periods on real timers,
+// also those made while AsyncToolTest is installed: AsyncToolTest gets no
+// event of theirs, and the flows of either tool they hold back go on
+/* turns of the real loop, each with a run() of the test tool, until done() */
+const pollTestTool = async (AT, done) => {
+    while (!done()) {
+        await new Promise((resolve) => setImmediate(resolve));
+        AT.run();
+    }
+};
+
+test('a Throttle made under AsyncToolTest: a period on a real timer, no test event', T, async () => {
+    await onTestTool(async (AT) => {
+        const thr = new Throttle(1, 10);
+        assert.strictEqual(thr._timer, null);
+        const trace = [];
+        for (const n of ['a', 'b']) {
+            $as().sync(thr, (as) => {
+                trace.push(n);
+            }).execute();
+        }
+        AT.run();
+        assert.deepStrictEqual(trace, ['a']); // b waits for the next period
+        assert.notStrictEqual(thr._timer, null);
+        assert.strictEqual(AT.hasEvents(), false);
+        await pollTestTool(AT, () => trace.length === 2);
+        assert.deepStrictEqual(trace, ['a', 'b']);
+    });
+});
+
+test('a Throttle and a Limiter made under AsyncToolTest let real-tool flows in once it is gone', T, async () => {
+    let thr;
+    let lim;
+    await onTestTool(async () => {
+        thr = new Throttle(1, 10);
+        lim = new Limiter({ concurrent: 2, max_queue: 5, rate: 1, period_ms: 10, burst: 5 });
+    });
+    const ends = [];
+    for (const obj of [thr, lim]) {
+        for (const n of ['a', 'b']) {
+            ends.push(flow((as) => as.sync(obj, (as) => as.success(n))));
+        }
+    }
+    const res = await Promise.all(ends);
+    assert.deepStrictEqual(res.map((r) => r.err), [null, null, null, null]);
+});
+
+// native.virtualPeriods(true): periods in AsyncToolTest's virtual time
 if (isPolyglot) {
-    test('a Throttle has a _timer while a period counts entries, null once idle', T, async () => {
-        await onTestTool((AT) => {
-            const thr = new Throttle(2, 20);
-            assert.strictEqual(thr._timer, null);
-            let entered = 0;
-            $as().add((as) => as.sync(thr, (as) => {
-                ++entered;
-            })).execute();
-            assert.strictEqual(entered, 1);
-            assert.notStrictEqual(thr._timer, null);
-            AT.run(); // the period ends in virtual time
-            assert.strictEqual(thr._timer, null);
-        });
+    test('virtualPeriods(true): a Throttle made under AsyncToolTest ends its period in run()', T, async () => {
+        const native = require('../native');
+        assert.throws(() => native.virtualPeriods(1), TypeError);
+        native.virtualPeriods(true);
+        try {
+            await onTestTool((AT) => {
+                const thr = new Throttle(1, 60000);
+                const trace = [];
+                for (const n of ['a', 'b']) {
+                    $as().sync(thr, (as) => {
+                        trace.push(n);
+                    }).execute();
+                }
+                assert.deepStrictEqual(trace, ['a']);
+                assert.notStrictEqual(thr._timer, null);
+                assert.strictEqual(AT.hasEvents(), true);
+                AT.run(); // a minute of virtual time
+                assert.deepStrictEqual(trace, ['a', 'b']);
+                assert.strictEqual(thr._timer, null);
+            });
+        } finally {
+            native.virtualPeriods(false);
+        }
     });
 }
+
+test('an uncontended Throttle or Limiter under AsyncToolTest leaves no test event', T, async () => {
+    await onTestTool(async (AT) => {
+        for (const obj of [new Throttle(10, 100), new Limiter({ rate: 10 })]) {
+            let done = false;
+            $as().sync(obj, (as) => {}).add((as) => {
+                done = true;
+            }).execute();
+            AT.run();
+            assert.strictEqual(done, true);
+            assert.strictEqual(AT.hasEvents(), false);
+        }
+    });
+});
 
 test('Throttle: a step whose only call is sync() enters at once while the period has room', T, async () => {
     const th = new Throttle(3, 20);
