@@ -1623,7 +1623,9 @@ class AsyncSteps {
             this._rerun = this._cancelling; // from its cancel handlers: once cancel() ended the flow
             return this._h;
         }
-        this._es = undefined;
+        // async_stack goes on from the last run's, as futoin-asyncsteps'
+        // exec stack (kept short by execStack())
+        this._esLoop = undefined;
         this._jsErr = null;
         if (this._foreign) {
             N.execute(this._h, false, this);
@@ -2880,7 +2882,11 @@ Object.defineProperties(AsyncStepProtector.prototype, {
     _call_args: foreignSync,
 });
 
-AsyncSteps.AsyncStepProtector = AsyncStepProtector;
-AsyncSteps.ParallelStep = ParallelStep;
+// for lib/AsyncStepProtector and lib/ParallelStep; not enumerable, as
+// futoin-asyncsteps' class has no statics
+Object.defineProperties(AsyncSteps, {
+    AsyncStepProtector: { value: AsyncStepProtector, writable: true, configurable: true },
+    ParallelStep: { value: ParallelStep, writable: true, configurable: true },
+});
 
 module.exports = AsyncSteps;

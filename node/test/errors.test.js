@@ -414,6 +414,22 @@ test('async_stack holds the executed step handlers, up to the failing one', T, a
     assert.strictEqual(stack[stack.length - 1], handler);
 });
 
+test('a root executed again adds to its async_stack, as futoin-asyncsteps\' exec stack', () => {
+    const root = $as();
+    function run1(as) {}
+    function run2(as) {
+        as.error('E');
+    }
+    let stack = null;
+    function handler(as, err) {
+        stack = as.state.async_stack.slice();
+        as.success();
+    }
+    root.add(run1).execute(); // (the first burst runs in execute())
+    root.add(run2, handler).execute();
+    assert.deepStrictEqual(stack, [run1, run2, handler]);
+});
+
 test('error() on an idle root leaves async_stack in its state too, as futoin-asyncsteps', () => {
     const root = $as();
     assert.throws(() => root.error('X', 'y'), /^Error: X$/);

@@ -23,6 +23,11 @@ test('the module exports exactly the 14 keys of futoin-asyncsteps', () => {
     assert.strictEqual(Object.keys($as).length, 14);
 });
 
+test('the AsyncSteps class has no enumerable statics, as futoin-asyncsteps', () => {
+    assert.deepStrictEqual(Object.keys($as.AsyncSteps), []);
+    assert.deepStrictEqual(Object.keys(require(`${require('./helpers').IMPL}/AsyncSteps`)), []);
+});
+
 test('the module is a factory of root AsyncSteps', () => {
     assert.strictEqual(typeof $as, 'function');
     const as = $as();
