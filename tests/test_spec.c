@@ -480,6 +480,75 @@ static void spec_3_6_synchronization(void** state)
     futoin_sync_free(mutex);
 }
 
+/* ---- 1.7 last_exception "should be populated with FutoIn errors as well" ---- */
+
+static void le_show(FutoInAsyncSteps* bsi, const char* where)
+{
+    const FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    if (le->type && (le->type->flags & FTN_BASE_TYPE_MASK) == FTN_TYPE_STRING) {
+        trace("%s: %.*s", where, (int)le->length, le->cstr);
+    } else {
+        trace("%s: %s", where, le->type ? "other" : "none");
+    }
+}
+
+static void le_fail(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)a;
+    bsi->api->handle_error(bsi, d, "info");
+}
+
+static void le_own(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    futoin_reset_binval(le);
+    *le = val_heap_str("own exception");
+    bsi->api->handle_error(bsi, "OwnError", NULL);
+}
+
+static void le_recover(FutoInAsyncSteps* bsi, void* d, const char* code)
+{
+    (void)d;
+    (void)code;
+    le_show(bsi, "handler");
+    bsi->api->success(bsi, NULL);
+}
+
+static void le_after(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    le_show(bsi, "after");
+    bsi->api->success(bsi, NULL);
+}
+
+static void le_timeout(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)
+{
+    (void)d;
+    (void)a;
+    bsi->api->setTimeout(bsi, 5);
+}
+
+static void spec_1_7_last_exception_holds_futoin_errors(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, NULL, le_after, NULL);
+    as->api->add(as, "MyError", le_fail, le_recover);
+    as->api->add(as, NULL, le_after, NULL);
+    as->api->add(as, "Second", le_fail, le_recover);
+    as->api->add(as, NULL, le_timeout, le_recover);
+    as->api->add(as, NULL, le_own, le_recover);
+    g_heap_cleanups = 0;
+    as->api->add(as, "Third", le_fail, le_recover);
+    run_root();
+    assert_trace("after: none|handler: MyError|after: MyError|handler: Second|handler: Timeout|"
+                 "handler: own exception|handler: Third");
+    assert_int_equal(g_heap_cleanups, 1); /* the next error's code replaced the user's value */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +565,7 @@ int main(void)
             T(spec_3_5_external_event_wait),
             T(spec_3_5_external_event_error),
             T(spec_3_6_synchronization),
+            T(spec_1_7_last_exception_holds_futoin_errors),
     };
     return cmocka_run_group_tests_name("spec", tests, NULL, NULL);
 }

@@ -631,6 +631,22 @@ int futoin_steps_is_cancelled(FutoInAsyncSteps* bsi)
     return s->kind != FK_ROOT && s->state != FS_FREE && (s->flow->flags & (FL_CANCEL_REQ | FL_FREE_REQ)) != 0;
 }
 
+void futoin_steps_last_exception_mark(FutoInAsyncSteps* bsi, int for_next_error)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return;
+    }
+    fflow* fl = fstep_of(bsi)->flow;
+    if (!fl) {
+        return;
+    }
+    fl->le_fresh = for_next_error != 0;
+    if (!for_next_error) {
+        fl->le_seen_type = fl->last_exception.type;
+        fl->le_seen_p = fl->last_exception.p;
+    }
+}
+
 int futoin_steps_is_top(FutoInAsyncSteps* bsi)
 {
     if (!futoin_steps_is_native(bsi)) {

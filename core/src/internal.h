@@ -434,12 +434,20 @@ typedef struct fflow
     uint32_t par_failed; /* branch errors since futoin_steps_parallel_failed() (a hint: 0 means none) */
     struct fstrand* cancel_cause; /* while a failed branch cancels its siblings: the parallel's strand */
     FutoInBinaryValue last_exception;
+    /* spec 1.7: last_exception holds FutoIn errors too (the code, le_code);
+     * a value set for an error stays its own: one unchanged since the last
+     * error (le_seen_*) is that error's, the next error replaces it */
+    fbuf le_code;
+    const FutoInType* le_seen_type;
+    const void* le_seen_p;
+    uint8_t le_fresh; /* futoin_steps_last_exception_mark(bsi, 1) */
 } fflow;
 
 FTN_HIDDEN extern const FutoInAsyncStepsAPI ftn_steps_api;
 
 FTN_HIDDEN const char* fflow_info(fflow* fl);
 FTN_HIDDEN void fflow_set_info(fflow* fl, const char* info);
+FTN_HIDDEN void fflow_note_error(fflow* fl, const char* code);
 FTN_HIDDEN void fflow_vars_free(fflow* fl);
 FTN_HIDDEN fflow* feng_flow_new_remote(FutoInAsyncTool* t);
 FTN_HIDDEN void* fflow_state_var(

@@ -18,6 +18,28 @@ void fflow_set_info(fflow* fl, const char* info)
     fl->info_idx = idx;
 }
 
+/* the type of a FutoIn error code in last_exception (its text is the flow's) */
+const FutoInType futoin_error_code_type = {FTN_TYPE_STRING, NULL};
+
+/* an error `code` starts: last_exception gets it unless a value was set for
+ * this error (by a wrapper's mark, or put there since the last error) */
+void fflow_note_error(fflow* fl, const char* code)
+{
+    FutoInBinaryValue* le = &fl->last_exception;
+    const int set_for_it = fl->le_fresh || le->type != fl->le_seen_type || le->p != fl->le_seen_p;
+    fl->le_fresh = 0;
+    if (!le->type || !set_for_it) {
+        futoin_reset_binval(le);
+        if (fbuf_set(&fl->le_code, code) == 0) {
+            le->type = &futoin_error_code_type;
+            le->cstr = fl->le_code.s;
+            le->length = (uint32_t)strlen(code);
+        }
+    }
+    fl->le_seen_type = le->type;
+    fl->le_seen_p = le->p;
+}
+
 void* fflow_state_var(
         fflow* fl, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*))

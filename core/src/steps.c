@@ -246,12 +246,19 @@ static const char* strand_code(fstrand* st)
     return c ? c : "";
 }
 
-static void strand_set_code(fstrand* st, const char* code)
+static void strand_copy_code(fstrand* st, const char* code)
 {
     uint8_t idx = st->code_idx ^ 1;
     fbuf_set_or(&st->code[idx], code, FUTOIN_ERR_INTERNAL_ERROR);
     st->code_idx = idx;
     st->err_crossed = 0;
+}
+
+/* a new error */
+static void strand_set_code(fstrand* st, const char* code)
+{
+    strand_copy_code(st, code);
+    fflow_note_error(st->flow, strand_code(st));
 }
 
 /* An error from outside (timer, I/O, another thread) waits with its strand:
@@ -584,7 +591,7 @@ static int branch_fail(fstrand* b)
 {
     fstep* par = b->par;
     fstrand* pst = par->strand;
-    strand_set_code(pst, strand_code(b));
+    strand_copy_code(pst, strand_code(b)); /* the same error, crossing */
     pst->err_crossed = 1; /* before the siblings' cancel handlers */
     branch_release(b);
     fflow* fl = par->flow;
@@ -1525,6 +1532,9 @@ static void flow_init(fflow* fl, ptrdiff_t id)
     fl->host_q.head = fl->host_q.tail = NULL;
     fl->fresh_n = 0;
     fl->par_failed = 0;
+    fl->le_seen_type = NULL;
+    fl->le_seen_p = NULL;
+    fl->le_fresh = 0;
     strand_init_id(&fl->main, fl, &fl->base, id);
 }
 
@@ -1576,6 +1586,7 @@ void feng_tool_release(FutoInAsyncTool* t)
         strand_free_bufs(&fl->main);
         fbuf_free(&fl->info[0]);
         fbuf_free(&fl->info[1]);
+        fbuf_free(&fl->le_code);
         ftn_free(fl);
         fl = next;
     }

@@ -399,6 +399,21 @@ def test_c_step_with_c_error_handler(virtual_tool):
     assert as_.run() == ("C handled CError/raised in C", str)
 
 
+def test_an_error_c_raised_and_handled_leaves_a_futoin_error_in_last_exception(virtual_tool):
+    # spec 1.7: last_exception holds FutoIn errors too (it was None: C has
+    # no exception object and the C handler converted nothing)
+    seen = []
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(cstep("c_fail", onerror=cstep("c_recover")))
+    as_.add(lambda as_, s: seen.append(as_.state.last_exception))
+    as_.run()
+    [exc] = seen
+    assert isinstance(exc, FutoInError)
+    assert (exc.code, exc.info) == ("CError", "raised in C")
+    # the same object on each read
+    assert as_.state.last_exception is exc
+
+
 class PyStep(ctypes.Structure):
     _fields_ = [("fn", ctypes.c_void_p), ("data", ctypes.c_void_p)]
 

@@ -495,6 +495,14 @@ FUTOIN_API int futoin_steps_is_native(const FutoInAsyncSteps* bsi);
  * of it runs: the cancel takes effect when that callback returns, but its
  * steps are done with; isValid() says 0 for them. */
 FUTOIN_API int futoin_steps_is_cancelled(FutoInAsyncSteps* bsi);
+/* last_exception (spec 1.7) holds a FutoIn error as its code: a string
+ * value of this type, set when the error is raised, unless a value was put
+ * there for that very error. A wrapper that puts its exception object there
+ * marks it: for_next_error 1 before it raises the error it belongs to (kept
+ * even when a value at the same address was there before), 0 when it
+ * stands for the current error (a conversion: the next error replaces it). */
+FUTOIN_API extern const FutoInType futoin_error_code_type;
+FUTOIN_API void futoin_steps_last_exception_mark(FutoInAsyncSteps* bsi, int for_next_error);
 
 /* ---- sync primitives ---- */
 

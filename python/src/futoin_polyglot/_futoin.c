@@ -837,6 +837,7 @@ static void set_last_exception(FutoInAsyncSteps* bsi, PyObject* exc, const char*
     if (slot) {
         futoin_reset_binval(slot);
         set_custom(slot, &k_py_object, exc);
+        futoin_steps_last_exception_mark(bsi, 1); /* the error raised next keeps it */
     }
     PyObject* l = raised_of(bsi);
     PyObject* c = str_of(code);
@@ -1008,11 +1009,11 @@ static void raise_into_flow(FutoInAsyncSteps* bsi)
 static void last_exception_for(FutoInAsyncSteps* bsi, const char* code)
 {
     FutoInBinaryValue* slot = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
-    if (!slot || !code || (slot->type && slot->type != &k_py_object)) {
-        return;
+    if (!slot || !code || (slot->type && slot->type != &k_py_object && slot->type != &futoin_error_code_type)) {
+        return; /* a value of C code's own */
     }
     const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
-    if (slot->type && raised_as(bsi, code, info)) {
+    if (slot->type == &k_py_object && raised_as(bsi, code, info)) {
         return;
     }
     PyObject* c = str_of(code);
@@ -1022,6 +1023,7 @@ static void last_exception_for(FutoInAsyncSteps* bsi, const char* code)
     Py_XDECREF(i);
     if (e) {
         set_last_exception(bsi, e, code, info);
+        futoin_steps_last_exception_mark(bsi, 0); /* it stands for this error */
         Py_DECREF(e);
     }
     PyErr_Clear();
@@ -2594,6 +2596,9 @@ static PyObject* Steps_get_state(StepsObject* self, void* closure)
     }
     Py_DECREF(s);
     FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    if (le && le->type == &futoin_error_code_type) {
+        last_exception_for(bsi, le->cstr); /* a FutoIn error C raised: a FutoInError */
+    }
     PyObject* exc = le && le->type ? value_to_py(le) : (Py_INCREF(Py_None), Py_None);
     if (!exc || PyDict_SetItemString(d, "last_exception", exc) != 0) {
         Py_XDECREF(exc);
