@@ -599,6 +599,47 @@ static void state_variable_allocated_once_per_root(void** state)
     assert_int_equal(g_cleanup_calls, 1);
 }
 
+static void* sv_alloc_fails(void* data)
+{
+    (void)data;
+    ++g_alloc_calls;
+    return NULL;
+}
+
+/* an allocator that gives NULL made nothing: no variable, no cleanup, and
+ * the next call tries again */
+static void state_variable_whose_allocator_fails_is_not_kept(void** state)
+{
+    (void)state;
+    g_alloc_calls = g_cleanup_calls = 0;
+    FutoInAsyncSteps* as = g_fx.root;
+    assert_null(as->api->stateVariable(as, NULL, "v", sv_alloc_fails, sv_cleanup));
+    assert_null(as->api->stateVariable(as, NULL, "v", NULL, NULL));
+    int init = 7;
+    int* v = as->api->stateVariable(as, &init, "v", sv_alloc, sv_cleanup);
+    assert_non_null(v);
+    assert_int_equal(*v, 7);
+    assert_int_equal(g_alloc_calls, 2);
+    as->api->free(as);
+    g_fx.root = NULL;
+    assert_int_equal(g_cleanup_calls, 1);
+}
+
+/* the predefined variables are the same with an allocator given (it was a
+ * separate variable, so C code reading error_info that way saw garbage) */
+static void predefined_state_variables_ignore_the_allocator(void** state)
+{
+    (void)state;
+    g_alloc_calls = 0;
+    FutoInAsyncSteps* as = g_fx.root;
+    int init = 1;
+    assert_ptr_equal(as->api->stateVariable(as, &init, "error_info", sv_alloc, sv_cleanup),
+                     as->api->stateVariable(as, NULL, "error_info", NULL, NULL));
+    assert_ptr_equal(as->api->stateVariable(as, &init, "last_exception", sv_alloc, sv_cleanup),
+                     as->api->stateVariable(as, NULL, "last_exception", NULL, NULL));
+    assert_int_equal(g_alloc_calls, 0);
+}
+
 static void state_variable_lookup_without_allocate(void** state)
 {
     (void)state;
@@ -934,6 +975,8 @@ int main(void)
             T(cancel_idle_root_is_noop),
             T(state_variable_allocated_once_per_root),
             T(state_variable_lookup_without_allocate),
+            T(predefined_state_variables_ignore_the_allocator),
+            T(state_variable_whose_allocator_fails_is_not_kept),
             T(state_shared_by_parallel_branches),
             T(stack_lifetimes_across_errors),
             T(stack_zeroed_and_freed_newest_first),

@@ -44,13 +44,12 @@ void* fflow_state_var(
         fflow* fl, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*))
 {
-    if (!allocate && !cleanup) {
-        if (strcmp(name, "error_info") == 0) {
-            return (void*)fflow_info(fl);
-        }
-        if (strcmp(name, "last_exception") == 0) {
-            return &fl->last_exception;
-        }
+    /* predefined (spec 1.7): never allocated, whatever is given */
+    if (strcmp(name, "error_info") == 0) {
+        return (void*)fflow_info(fl);
+    }
+    if (strcmp(name, "last_exception") == 0) {
+        return &fl->last_exception;
     }
     for (fstate_var* v = fl->vars; v; v = v->next) {
         if (strcmp(v->name, name) == 0) {
@@ -70,6 +69,12 @@ void* fflow_state_var(
     v->data = data;
     v->cleanup = cleanup;
     v->value = allocate(data);
+    if (!v->value) {
+        /* nothing was made: nothing to clean up, the next call tries again */
+        ftn_free(copy);
+        ftn_free(v);
+        return NULL;
+    }
     v->next = fl->vars;
     fl->vars = v;
     return v->value;
