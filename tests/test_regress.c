@@ -565,16 +565,58 @@ static void* misuse_idle_root_thread(void* arg)
     r->api->loop(r, "loop from a thread", c_trace, NULL);
     r->api->repeat(r, "repeat from a thread", 2, x_body, NULL);
     r->api->addSync(r, &g_xsync, "sync from a thread", f_trace, NULL);
-    FutoInHandle h1 = r->api->sched_immediate(r, "immediate from a thread", x_trace);
-    FutoInHandle h2 = r->api->sched_deferred(r, 1, "deferred from a thread", x_trace);
-    assert_false(r->api->sched_is_valid(r, &h1));
-    assert_false(r->api->sched_is_valid(r, &h2));
-    r->api->sched_cancel(r, &h1);
     r->api->execute(r, NULL, on_unhandled);
     return NULL;
 }
 
-static void a_thread_cannot_build_on_an_idle_root_nor_schedule(void** state)
+/* the scheduler slots from another thread are posted, as the C++
+ * reference's AsyncTool takes them from any thread (they were refused) */
+static void* schedule_from_thread(void* arg)
+{
+    FutoInAsyncSteps* r = arg;
+    FutoInHandle h1 = r->api->sched_immediate(r, "immediate from a thread", x_trace);
+    FutoInHandle h2 = r->api->sched_deferred(r, 5, "deferred from a thread", x_trace);
+    FutoInHandle h3 = r->api->sched_immediate(r, "cancelled from a thread", x_trace);
+    FutoInHandle h4 = r->api->sched_deferred(r, 1, "cancelled deferred", x_trace);
+    assert_true(r->api->sched_is_valid(r, &h1));
+    assert_true(r->api->sched_is_valid(r, &h2));
+    assert_true(r->api->sched_is_valid(r, &h3));
+    r->api->sched_cancel(r, &h3);
+    assert_false(r->api->sched_is_valid(r, &h3));
+    assert_true(r->api->sched_is_valid(r, &h1));
+    *(FutoInHandle*)r->api->stateVariable(r, NULL, "h4", NULL, NULL) = h4;
+    return NULL;
+}
+
+static void* alloc_handle(void* data)
+{
+    (void)data;
+    return calloc(1, sizeof(FutoInHandle));
+}
+
+static void free_handle(void* data, void* value)
+{
+    (void)data;
+    free(value);
+}
+
+static void a_thread_schedules_on_the_tool(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    FutoInHandle* h4 = as->api->stateVariable(as, NULL, "h4", alloc_handle, free_handle);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, schedule_from_thread, as), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    futoin_tool_iterate(g_fx.tool, 1); /* the posts: armed on the loop */
+    assert_true(as->api->sched_is_valid(as, h4));
+    as->api->sched_cancel(as, h4); /* armed: cancelled on the loop thread */
+    assert_false(as->api->sched_is_valid(as, h4));
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("immediate from a thread|deferred from a thread");
+}
+
+static void a_thread_cannot_build_on_an_idle_root(void** state)
 {
     (void)state;
     FutoInAsyncSteps* as = g_fx.root;
@@ -882,7 +924,8 @@ int main(void)
             T(loop_only_slot_from_another_thread_is_only_reported),
             T(a_thread_cannot_build_on_a_step_whose_callback_runs),
             T(roots_made_and_freed_on_another_thread),
-            T(a_thread_cannot_build_on_an_idle_root_nor_schedule),
+            T(a_thread_cannot_build_on_an_idle_root),
+            T(a_thread_schedules_on_the_tool),
             T(error_code_lost_to_oom_is_not_the_previous_one),
             T(cross_thread_success_out_of_memory_cleans_values),
             T(loop_label_lost_to_oom_fails_the_flow),

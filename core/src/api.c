@@ -542,33 +542,59 @@ static FutoInAsyncTool* tool_of(FutoInAsyncSteps* bsi, const char* slot)
     return s ? s->flow->tool : NULL;
 }
 
+/* the scheduler slots take calls from any thread, as the C++ reference's
+ * AsyncTool: from another one they are posted (tool_remote.c) */
+static FutoInAsyncTool* sched_tool(FutoInAsyncSteps* bsi, const char* slot, int* remote)
+{
+    FutoInAsyncTool* t = bsi ? tool_any_thread(bsi) : NULL;
+    *remote = t && !ftool_is_loop_thread(t);
+    return *remote ? t : tool_of(bsi, slot);
+}
+
 static FutoInHandle api_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
 {
-    FutoInAsyncTool* t = tool_of(bsi, "sched_immediate()");
+    int remote;
+    FutoInAsyncTool* t = sched_tool(bsi, "sched_immediate()", &remote);
     FutoInHandle none = {NULL, NULL, 0};
-    return t ? ftool_immediate(t, data, cb) : none;
+    if (!t) {
+        return none;
+    }
+    return remote ? ftool_remote_schedule(t, -1, data, cb) : ftool_immediate(t, data, cb);
 }
 
 static FutoInHandle api_sched_deferred(FutoInAsyncSteps* bsi, uint32_t delay_ms, void* data,
                                        void (*cb)(void*))
 {
-    FutoInAsyncTool* t = tool_of(bsi, "sched_deferred()");
+    int remote;
+    FutoInAsyncTool* t = sched_tool(bsi, "sched_deferred()", &remote);
     FutoInHandle none = {NULL, NULL, 0};
-    return t ? ftool_deferred(t, delay_ms, data, cb) : none;
+    if (!t) {
+        return none;
+    }
+    return remote ? ftool_remote_schedule(t, delay_ms, data, cb) : ftool_deferred(t, delay_ms, data, cb);
 }
 
 static void api_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* handle)
 {
-    FutoInAsyncTool* t = tool_of(bsi, "sched_cancel()");
-    if (t) {
+    int remote;
+    FutoInAsyncTool* t = sched_tool(bsi, "sched_cancel()", &remote);
+    if (t && ftool_remote_handle(t, handle)) {
+        ftool_remote_cancel(t, handle);
+    } else if (remote) {
+        report("sched_cancel()", "of a handle made on the loop thread, from another thread");
+    } else if (t) {
         ftool_handle_cancel(t, handle);
     }
 }
 
 static int api_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* handle)
 {
-    FutoInAsyncTool* t = tool_of(bsi, "sched_is_valid()");
-    return t ? ftool_handle_valid(t, handle) : 0;
+    int remote;
+    FutoInAsyncTool* t = sched_tool(bsi, "sched_is_valid()", &remote);
+    if (t && ftool_remote_handle(t, handle)) {
+        return ftool_remote_valid(handle);
+    }
+    return t && !remote ? ftool_handle_valid(t, handle) : 0;
 }
 
 static int api_is_same_thread(FutoInAsyncSteps* bsi)

@@ -106,6 +106,7 @@ typedef struct fpost
     char* info;
     void (*call)(void* data); /* futoin_tool_post() */
     void* call_data;
+    uint8_t kept; /* not freed once taken: part of a record (tool_remote.c) */
 } fpost;
 
 typedef struct fpool
@@ -190,6 +191,10 @@ struct FutoInAsyncTool_
      * tool with some leaves it dying, gone with the last of them */
     uint32_t live;
     atomic_uint remote_live; /* the roots of live made on another thread */
+    /* immediate()/deferred() from another thread (tool_remote.c), under lock */
+    struct fremote* remote_free;
+    struct fremote* remote_all;
+    char remote_mark; /* its address marks their handles */
     int dying;
     /* host loop */
     FutoInLoopHooks hooks;
@@ -217,6 +222,12 @@ FTN_HIDDEN ftimer* ftool_timer_start(
         FutoInAsyncTool* t, uint32_t delay_ms, void (*cb)(void*), void* data);
 FTN_HIDDEN void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen);
 /* inline and cheap: each root made and freed checks it */
+FTN_HIDDEN FutoInHandle ftool_remote_schedule(FutoInAsyncTool* t, int64_t delay_ms, void* data, void (*cb)(void*));
+FTN_HIDDEN int ftool_remote_handle(FutoInAsyncTool* t, const FutoInHandle* h);
+FTN_HIDDEN int ftool_remote_valid(const FutoInHandle* h);
+FTN_HIDDEN void ftool_remote_cancel(FutoInAsyncTool* t, FutoInHandle* h);
+FTN_HIDDEN void ftool_remote_release(FutoInAsyncTool* t);
+
 static inline int ftool_is_loop_thread(FutoInAsyncTool* t)
 {
     return fthread_same(fthread_self(), t->owner);

@@ -41,6 +41,7 @@ FutoInAsyncTool* futoin_tool_new(void)
 static void tool_destroy(FutoInAsyncTool* t)
 {
     ftool_drop_posts(t);
+    ftool_remote_release(t);
     feng_tool_release(t);
     fpool_destroy(&t->timer_pool);
     fpool_destroy(&t->task_pool);
@@ -514,6 +515,9 @@ int futoin_tool_post(FutoInAsyncTool* t, void (*fn)(void* data), void* data)
 
 static void post_free(fpost* m)
 {
+    if (m->kept) {
+        return;
+    }
     fargs_reset(&m->args);
     ftn_free(m->code);
     ftn_free(m->info);

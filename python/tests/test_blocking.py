@@ -240,7 +240,7 @@ def test_tool_callback_exception_is_reported_not_raised(virtual_tool, monkeypatc
     assert reported == ["in callback"]
 
 
-def test_tool_scheduling_checks_its_arguments_and_thread(virtual_tool):
+def test_tool_scheduling_checks_its_arguments(virtual_tool):
     with pytest.raises(TypeError):
         virtual_tool.immediate(None)
     with pytest.raises(TypeError):
@@ -254,15 +254,11 @@ def test_tool_scheduling_checks_its_arguments_and_thread(virtual_tool):
 
     def other():
         seen["same"] = virtual_tool.is_same_thread()
-        try:
-            virtual_tool.immediate(lambda: None)
-        except RuntimeError as e:
-            seen["err"] = str(e)
 
     t = threading.Thread(target=other)
     t.start()
     t.join()
-    assert seen["same"] is False and "thread" in seen["err"]
+    assert seen["same"] is False
 
 
 def test_tool_with_pending_callbacks_is_freed_cleanly():

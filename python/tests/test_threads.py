@@ -386,23 +386,43 @@ def test_asyncio_many_threads(arun):
     assert arun(main()) == [(i, True) for i in range(32)]
 
 
-def test_handle_cancel_from_another_thread_is_refused():
+def test_handle_cancel_from_another_thread_drops_the_callback():
+    # as the C++ reference's AsyncTool (internal_loop/immediate_cancel); it
+    # was a RuntimeError
     tool = Tool(virtual_time=True)
     fired = []
-    h = tool.deferred(10, lambda: fired.append(1))
-    errs = []
-
-    def cancel_there():
-        try:
-            h.cancel()  # touched the tool's timer heap from this thread
-        except RuntimeError as e:
-            errs.append(str(e))
-
-    worker(cancel_there).join()
-    assert errs and "thread" in errs[0]
-    assert h.is_valid()
+    h = tool.deferred(10, lambda: fired.append("cancelled"))
+    h2 = tool.immediate(lambda: fired.append("kept"))
+    worker(h.cancel).join()
+    assert not h.is_valid()
+    del h  # its memory stays until the core is done with it
     tool.run()
-    assert fired == [1]
+    assert fired == ["kept"]
+    assert not h2.is_valid()
+
+
+def test_tool_schedules_from_another_thread_as_the_cpp_reference():
+    # internal_loop/immediate, defer, immediate_cancel of the C++ reference:
+    # another thread schedules and cancels on the tool (it was a RuntimeError)
+    tool = Tool(virtual_time=True)
+    fired = []
+    handles = {}
+
+    def there():
+        handles["imm"] = tool.immediate(lambda: fired.append("immediate"))
+        handles["def"] = tool.deferred(5, lambda: fired.append("deferred"))
+        gone = tool.immediate(lambda: fired.append("cancelled"))
+        handles["gone_valid_before"] = gone.is_valid()
+        gone.cancel()
+        handles["gone_valid_after"] = gone.is_valid()
+
+    worker(there).join()
+    assert handles["gone_valid_before"] is True
+    assert handles["gone_valid_after"] is False
+    assert handles["imm"].is_valid() and handles["def"].is_valid()
+    tool.run()
+    assert fired == ["immediate", "deferred"]
+    assert not handles["imm"].is_valid() and not handles["def"].is_valid()
 
 
 def test_blocking_isync_lock_completed_by_another_thread():

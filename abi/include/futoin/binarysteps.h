@@ -197,18 +197,22 @@ struct FutoInAsyncStepsAPI_
              * posted to the loop thread); a running root is cancelled first.
              * A non-root pointer: ignored with a report on stderr. */
             void (*free)(FutoInAsyncSteps* bsi);
-            /* Index 20: scheduler immediate (loop thread). */
+            /* Index 20: scheduler immediate (any thread: from another one
+             * it is posted, its handle usable from any thread). */
             FutoInHandle (*sched_immediate)(
                     FutoInAsyncSteps* bsi, void* data, void (*cb)(void* data));
-            /* Index 21: scheduler timer (loop thread). */
+            /* Index 21: scheduler timer (any thread, as index 20; the delay
+             * counts from when the loop takes the post). */
             FutoInHandle (*sched_deferred)(
                     FutoInAsyncSteps* bsi,
                     uint32_t delay_ms,
                     void* data,
                     void (*cb)(void* data));
-            /* Index 22: cancel; safe after the callback ran (loop thread). */
+            /* Index 22: cancel; safe after the callback ran (loop thread; a
+             * handle made on another thread: any thread, its callback
+             * never runs after this returns). */
             void (*sched_cancel)(FutoInAsyncSteps* bsi, FutoInHandle* handle);
-            /* Index 23: 1 while still scheduled (loop thread). */
+            /* Index 23: 1 while still scheduled (as index 22). */
             int (*sched_is_valid)(FutoInAsyncSteps* bsi, FutoInHandle* handle);
             /* Index 24: 1 on the thread running the tool (any thread). */
             int (*is_same_thread)(FutoInAsyncSteps* bsi);

@@ -2216,6 +2216,8 @@ typedef struct deferred
     FutoInAsyncSteps* bsi;
     int orphan; /* its capsule or Handle is gone: the timer frees it */
     int firing; /* func runs: whoever lets go of it meanwhile leaves it to fire() */
+    int remote;  /* scheduled from another thread: its handle cancels from any thread */
+    int in_core; /* cancelled where the core could not drop it: fire() still comes */
     ToolObject* owner; /* a Tool's: on its pending list while func is set */
     struct deferred* next;
     struct deferred* prev;
@@ -2259,6 +2261,7 @@ static void deferred_fire(void* data)
     }
     Py_XDECREF(ctx);
     d->firing = 0;
+    d->in_core = 0;
     if (d->orphan) {
         PyMem_Free(d);
     }
@@ -2270,7 +2273,7 @@ static void deferred_fire(void* data)
  * (or with its tool) while pending or firing */
 static void deferred_let_go(deferred* d)
 {
-    if (d->func || d->firing) {
+    if (d->func || d->firing || d->in_core) {
         d->orphan = 1;
     } else {
         PyMem_Free(d);
@@ -2282,7 +2285,11 @@ static void deferred_let_go(deferred* d)
 static void deferred_cancel(deferred* d, FutoInAsyncSteps* via)
 {
     if (d->func) {
-        via->api->sched_cancel(via, &d->h);
+        if (d->remote || via->api->is_same_thread(via)) {
+            via->api->sched_cancel(via, &d->h);
+        } else {
+            d->in_core = 1; /* made on the loop thread: it fires into nothing */
+        }
         Py_CLEAR(d->func);
         Py_CLEAR(d->ctx);
         deferred_unlink(d);
@@ -3663,7 +3670,7 @@ typedef struct HandleObject
 
 static PyTypeObject HandleType;
 
-/* the tool's scheduling root, on the loop thread only (the slots are) */
+/* the tool's scheduling root (its scheduler slots post from another thread) */
 static FutoInAsyncSteps* tool_sched_root(ToolObject* self)
 {
     if (!self->sched) {
@@ -3680,13 +3687,7 @@ static FutoInAsyncSteps* tool_sched(ToolObject* self, const char* what)
     if (!tool_sched_root(self)) {
         return NULL;
     }
-    if (!self->sched->api->is_same_thread(self->sched)) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "Tool.%s() from another thread than the tool's loop: complete a step with success() "
-                     "there, or use that loop's own thread-safe call",
-                     what);
-        return NULL;
-    }
+    (void)what; /* from any thread, as the C++ reference's AsyncTool (posted from another one) */
     return self->sched;
 }
 
@@ -3718,6 +3719,7 @@ static PyObject* tool_schedule(ToolObject* self, int64_t delay_ms, PyObject* fun
     Py_INCREF(func);
     d->func = func;
     d->bsi = sched;
+    d->remote = !sched->api->is_same_thread(sched);
     d->h = delay_ms < 0 ? sched->api->sched_immediate(sched, d, deferred_fire)
                         : sched->api->sched_deferred(sched, (uint32_t)delay_ms, d, deferred_fire);
     d->owner = self;
@@ -3763,12 +3765,6 @@ static HandleObject* handle_arg(PyObject* o)
 static PyObject* Handle_cancel(HandleObject* self, PyObject* unused)
 {
     (void)unused;
-    if (self->d->func && !self->d->bsi->api->is_same_thread(self->d->bsi)) {
-        /* the tool's timers are its loop thread's alone */
-        PyErr_SetString(PyExc_RuntimeError, "Handle.cancel() from another thread than its tool's loop: call it "
-                                            "there (an immediate() of that loop's own thread-safe call)");
-        return NULL;
-    }
     deferred_cancel(self->d, self->d->bsi); /* the tool's own root */
     Py_RETURN_NONE;
 }
