@@ -2218,7 +2218,7 @@ typedef struct deferred
     int firing; /* func runs: whoever lets go of it meanwhile leaves it to fire() */
     int remote;  /* scheduled from another thread: its handle cancels from any thread */
     int in_core; /* cancelled where the core could not drop it: fire() still comes */
-    ToolObject* owner; /* a Tool's: on its pending list while func is set */
+    ToolObject* owner; /* a Tool's: on its pending list while func is set (or in_core) */
     struct deferred* next;
     struct deferred* prev;
 } deferred;
@@ -2285,14 +2285,19 @@ static void deferred_let_go(deferred* d)
 static void deferred_cancel(deferred* d, FutoInAsyncSteps* via)
 {
     if (d->func) {
-        if (d->remote || via->api->is_same_thread(via)) {
+        int in_core = !d->remote && !via->api->is_same_thread(via);
+        if (!in_core) {
             via->api->sched_cancel(via, &d->h);
-        } else {
-            d->in_core = 1; /* made on the loop thread: it fires into nothing */
         }
         Py_CLEAR(d->func);
         Py_CLEAR(d->ctx);
-        deferred_unlink(d);
+        if (in_core) {
+            /* made on the loop thread: it fires into nothing, and stays on
+             * its tool's list, freed with the tool if that goes first */
+            d->in_core = 1;
+        } else {
+            deferred_unlink(d);
+        }
     }
 }
 
@@ -3816,6 +3821,7 @@ static void tool_drop_pending(ToolObject* self)
         deferred_unlink(d);
         Py_CLEAR(d->func);
         Py_CLEAR(d->ctx);
+        d->in_core = 0; /* the core drops its timers with the tool */
         if (d->orphan) {
             PyMem_Free(d);
         }
