@@ -551,27 +551,28 @@ static FutoInAsyncTool* sched_tool(FutoInAsyncSteps* bsi, const char* slot, int*
     return *remote ? t : tool_of(bsi, slot);
 }
 
-static FutoInHandle api_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
+/* delay_ms < 0: immediate() */
+static FutoInHandle sched_at(FutoInAsyncSteps* bsi, const char* slot, int64_t delay_ms, void* data,
+                             void (*cb)(void*))
 {
     int remote;
-    FutoInAsyncTool* t = sched_tool(bsi, "sched_immediate()", &remote);
+    FutoInAsyncTool* t = sched_tool(bsi, slot, &remote);
     FutoInHandle none = {NULL, NULL, 0};
     if (!t) {
         return none;
     }
-    return remote ? ftool_remote_schedule(t, -1, data, cb) : ftool_immediate(t, data, cb);
+    return remote ? ftool_remote_schedule(t, delay_ms, data, cb) : ftool_schedule(t, delay_ms, data, cb);
+}
+
+static FutoInHandle api_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
+{
+    return sched_at(bsi, "sched_immediate()", -1, data, cb);
 }
 
 static FutoInHandle api_sched_deferred(FutoInAsyncSteps* bsi, uint32_t delay_ms, void* data,
                                        void (*cb)(void*))
 {
-    int remote;
-    FutoInAsyncTool* t = sched_tool(bsi, "sched_deferred()", &remote);
-    FutoInHandle none = {NULL, NULL, 0};
-    if (!t) {
-        return none;
-    }
-    return remote ? ftool_remote_schedule(t, delay_ms, data, cb) : ftool_deferred(t, delay_ms, data, cb);
+    return sched_at(bsi, "sched_deferred()", delay_ms, data, cb);
 }
 
 static void api_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* handle)

@@ -222,6 +222,7 @@ FTN_HIDDEN ftimer* ftool_timer_start(
         FutoInAsyncTool* t, uint32_t delay_ms, void (*cb)(void*), void* data);
 FTN_HIDDEN void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen);
 /* inline and cheap: each root made and freed checks it */
+FTN_HIDDEN FutoInHandle ftool_schedule(FutoInAsyncTool* t, int64_t delay_ms, void* data, void (*cb)(void*));
 FTN_HIDDEN FutoInHandle ftool_remote_schedule(FutoInAsyncTool* t, int64_t delay_ms, void* data, void (*cb)(void*));
 FTN_HIDDEN int ftool_remote_handle(FutoInAsyncTool* t, const FutoInHandle* h);
 FTN_HIDDEN int ftool_remote_valid(const FutoInHandle* h);

@@ -443,6 +443,12 @@ FutoInHandle ftool_deferred(FutoInAsyncTool* t, uint32_t delay_ms, void* data, v
     return h;
 }
 
+/* delay_ms < 0: immediate() */
+FutoInHandle ftool_schedule(FutoInAsyncTool* t, int64_t delay_ms, void* data, void (*cb)(void*))
+{
+    return delay_ms < 0 ? ftool_immediate(t, data, cb) : ftool_deferred(t, (uint32_t)delay_ms, data, cb);
+}
+
 int ftool_handle_valid(FutoInAsyncTool* t, FutoInHandle* h)
 {
     if (!h || !h->data1 || h->data2 != (void*)t) {

@@ -64,8 +64,7 @@ static void remote_arm(fpost* msg)
         return;
     }
     FutoInAsyncTool* t = r->tool;
-    r->local = r->delay_ms < 0 ? ftool_immediate(t, r, remote_fire)
-                               : ftool_deferred(t, (uint32_t)r->delay_ms, r, remote_fire);
+    r->local = ftool_schedule(t, r->delay_ms, r, remote_fire);
     if (!r->local.data1) {
         atomic_store(&r->word, word_of(w >> 2, RM_DONE));
         remote_recycle(r);
