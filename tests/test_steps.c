@@ -640,6 +640,33 @@ static void predefined_state_variables_ignore_the_allocator(void** state)
     assert_int_equal(g_alloc_calls, 0);
 }
 
+/* futoin_steps_error_gen() moves with each error the engine records (a
+ * wrapper mirroring error_info refreshes only then) and stays otherwise */
+static uint32_t g_gens[4];
+
+static void f_gen(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    g_gens[(uintptr_t)data] = futoin_steps_error_gen(bsi);
+}
+
+static void error_gen_moves_with_each_error(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    as->api->add(as, (void*)0, f_gen, NULL);
+    as->api->add(as, (void*)1, f_gen, NULL);
+    as->api->add(as, "A", f_fail, eh_recover);
+    as->api->add(as, (void*)2, f_gen, NULL);
+    as->api->add(as, "B", f_fail, eh_recover);
+    as->api->add(as, (void*)3, f_gen, NULL);
+    run_root();
+    assert_trace("A:A|B:B");
+    assert_int_equal(g_gens[1], g_gens[0]);
+    assert_int_not_equal(g_gens[2], g_gens[1]);
+    assert_int_not_equal(g_gens[3], g_gens[2]);
+}
+
 static void state_variable_lookup_without_allocate(void** state)
 {
     (void)state;
@@ -976,6 +1003,7 @@ int main(void)
             T(state_variable_allocated_once_per_root),
             T(state_variable_lookup_without_allocate),
             T(predefined_state_variables_ignore_the_allocator),
+            T(error_gen_moves_with_each_error),
             T(state_variable_whose_allocator_fails_is_not_kept),
             T(state_shared_by_parallel_branches),
             T(stack_lifetimes_across_errors),

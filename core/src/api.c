@@ -674,6 +674,15 @@ void futoin_steps_last_exception_mark(FutoInAsyncSteps* bsi, int for_next_error)
     }
 }
 
+uint32_t futoin_steps_error_gen(FutoInAsyncSteps* bsi)
+{
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    fflow* fl = fstep_of(bsi)->flow;
+    return fl ? fl->err_gen : 0;
+}
+
 int futoin_steps_is_top(FutoInAsyncSteps* bsi)
 {
     if (!futoin_steps_is_native(bsi)) {

@@ -453,6 +453,7 @@ typedef struct fflow
     const FutoInType* le_seen_type;
     const void* le_seen_p;
     uint8_t le_fresh; /* futoin_steps_last_exception_mark(bsi, 1) */
+    uint32_t err_gen; /* futoin_steps_error_gen(): error_info or last_exception changed */
 } fflow;
 
 FTN_HIDDEN extern const FutoInAsyncStepsAPI ftn_steps_api;

@@ -16,6 +16,7 @@ void fflow_set_info(fflow* fl, const char* info)
     uint8_t idx = fl->info_idx ^ 1;
     fbuf_set_or(&fl->info[idx], info, "out of memory");
     fl->info_idx = idx;
+    ++fl->err_gen;
 }
 
 /* the type of a FutoIn error code in last_exception (its text is the flow's) */
@@ -38,6 +39,7 @@ void fflow_note_error(fflow* fl, const char* code)
     }
     fl->le_seen_type = le->type;
     fl->le_seen_p = le->p;
+    ++fl->err_gen;
 }
 
 void* fflow_state_var(

@@ -965,6 +965,7 @@ static int strand_unwind(fstrand* st, uint32_t budget)
         /* a handled break/continue is no failure: like the JS reference,
          * it leaves no last_exception behind */
         futoin_reset_binval(&f->flow->last_exception);
+        ++f->flow->err_gen;
         if (cont) {
             f->state = FS_SUB;
         } else {

@@ -315,6 +315,44 @@ def test_error_info_refreshed_per_error(virtual_tool):
     assert ei.value.info == "info B"
 
 
+def test_writes_to_error_info_and_last_exception_stay_until_the_next_error(virtual_tool):
+    """as in futoin-asyncsteps, whose state is a plain object: what a step
+    writes there is read back (it was replaced by the engine's value on
+    every read), until the engine records the next error"""
+    seen = []
+    mine = RuntimeError("mine")
+
+    def step(as_):
+        as_.state.error_info = "written"
+        as_.state["last_exception"] = mine
+        seen.append((as_.state.error_info, as_.state.last_exception))
+        as_.error("E", "info1")
+
+    def handler(as_, code):
+        seen.append((as_.state.error_info, as_.state.last_exception.code))
+        as_.state.error_info = "changed"
+        as_.state.last_exception = None
+        seen.append((as_.state.error_info, as_.state.last_exception))
+        as_.success()
+
+    def later(as_):
+        seen.append((as_.state.error_info, as_.state.last_exception))
+        as_.error("F", "info2")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step, handler)
+    as_.add(later, lambda as_, code: seen.append((as_.state.error_info, as_.state.last_exception.code)))
+    with pytest.raises(FutoInError):
+        as_.run()
+    assert seen == [
+        ("written", mine),
+        ("info1", "E"),
+        ("changed", None),
+        ("changed", None),
+        ("info2", "F"),
+    ]
+
+
 def test_last_exception_follows_errors_raised_by_the_engine(virtual_tool):
     """spec 1.7: last_exception is populated with FutoIn errors as well: a
     Timeout (or a C step's error) after a Python error shows as a

@@ -503,6 +503,11 @@ FUTOIN_API int futoin_steps_is_cancelled(FutoInAsyncSteps* bsi);
  * stands for the current error (a conversion: the next error replaces it). */
 FUTOIN_API extern const FutoInType futoin_error_code_type;
 FUTOIN_API void futoin_steps_last_exception_mark(FutoInAsyncSteps* bsi, int for_next_error);
+/* changes when the engine sets error_info or last_exception (an error, a
+ * handled break): a wrapper that mirrors them in a state object of its own
+ * refreshes that only then, so what user code wrote there stays until the
+ * next error, as in a plain state object */
+FUTOIN_API uint32_t futoin_steps_error_gen(FutoInAsyncSteps* bsi);
 
 /* ---- sync primitives ---- */
 

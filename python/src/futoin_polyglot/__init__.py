@@ -82,7 +82,9 @@ class State(dict):
     """Per-root state: a dict that also allows attribute access.
 
     ``error_info`` (str), ``last_exception`` and ``async_stack`` are kept by
-    the engine and refreshed whenever ``as_.state`` is read. ``async_stack``
+    the engine: it sets ``error_info`` and ``last_exception`` at each error
+    (a read of ``as_.state`` shows them), and what code writes there stays
+    until the next error. ``async_stack``
     lists the Python step functions that failed and the error handlers
     called in the current run (the last 256 at most).
     """

@@ -2584,8 +2584,46 @@ static void state_dict_cleanup(void* data, void* value)
     PyGILState_Release(g);
 }
 
-/* state: a per-root State mapping; error_info and last_exception are
- * refreshed from the binary state on each access. */
+/* per root: the engine's error_info and last_exception as a state read
+ * last mirrored them (its error generation and last_exception value) */
+typedef struct
+{
+    uint32_t gen;
+    int mirrored; /* 0: never read yet */
+    const FutoInType* le_type;
+    const void* le_p;
+} state_seen;
+
+static void* state_seen_alloc(void* data)
+{
+    (void)data;
+    return calloc(1, sizeof(state_seen));
+}
+
+static void state_seen_free(void* data, void* value)
+{
+    (void)data;
+    free(value);
+}
+
+/* whether the engine's error_info and last_exception are still those a
+ * read mirrored last (a provider of its own: never known, always read) */
+static int state_unchanged(FutoInAsyncSteps* bsi, state_seen** seen_out)
+{
+    *seen_out = NULL;
+    if (!futoin_steps_is_native(bsi)) {
+        return 0;
+    }
+    state_seen* seen = bsi->api->stateVariable(bsi, NULL, "futoin.python.seen", state_seen_alloc, state_seen_free);
+    const FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
+    *seen_out = seen;
+    return seen && seen->mirrored && le && seen->gen == futoin_steps_error_gen(bsi) && seen->le_type == le->type
+        && seen->le_p == le->p;
+}
+
+/* state: a per-root State mapping; error_info and last_exception mirror the
+ * engine's, refreshed when it changed them (an error): what user code
+ * writes there stays until then, as in a plain state object */
 static PyObject* Steps_get_state(StepsObject* self, void* closure)
 {
     (void)closure;
@@ -2599,6 +2637,11 @@ static PyObject* Steps_get_state(StepsObject* self, void* closure)
             PyErr_SetString(PyExc_RuntimeError, "state is not available");
         }
         return NULL;
+    }
+    state_seen* seen;
+    if (state_unchanged(bsi, &seen) && PyDict_GetItemString(d, "async_stack")) {
+        Py_INCREF(d);
+        return d;
     }
     const char* info = bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
     PyObject* s = str_of(info);
@@ -2623,6 +2666,12 @@ static PyObject* Steps_get_state(StepsObject* self, void* closure)
             PyDict_SetItemString(d, "async_stack", l);
             Py_DECREF(l);
         }
+    }
+    if (seen) {
+        seen->mirrored = 1;
+        seen->gen = futoin_steps_error_gen(bsi);
+        seen->le_type = le ? le->type : NULL;
+        seen->le_p = le ? le->p : NULL;
     }
     Py_INCREF(d);
     return d;
