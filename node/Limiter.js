@@ -6,20 +6,22 @@
  */
 
 const { ISync, nativeInit, nativeClass, N, onTestTool, mutexFields, throttleFields } = require('./lib/syncobj');
-const { numArg, timerMs } = require('./lib/common');
+const { numArg, periodMs } = require('./lib/common');
 
 const opt = (options, name, dflt) => {
     // any falsy setting (unset, 0, NaN, '', false) is the default there
-    const v = options[name] ? numArg(options[name]) : dflt;
-    if (v === dflt) {
+    if (!options[name]) {
         return dflt;
     }
+    if (name === 'period_ms') {
+        return periodMs(options[name], 'Limiter option period_ms'); // on Node's setInterval() there
+    }
+    const v = numArg(options[name]);
     if (typeof v !== 'number' || !(v >= 0)) {
         throw new TypeError(`Limiter option ${name} must be a non-negative number`);
     }
-    // counts are compared as `n < max` there (1.5 lets 2 in); a period
-    // runs on Node's timers
-    return name === 'period_ms' ? timerMs(v) : Math.ceil(v);
+    // counts are compared as `n < max` there (1.5 lets 2 in)
+    return Math.ceil(v);
 };
 
 /* a Limiter's parts as futoin-asyncsteps shows them: settings and live counts */

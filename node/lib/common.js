@@ -66,4 +66,17 @@ const timerMs = (ms) => {
     return ms;
 };
 
-module.exports = { isProduction, checkFunc, checkOnError, noop, numArg, timerMs };
+/* a period as futoin-asyncsteps hands it to Node's setInterval(): coerced
+ * to a number there (a Symbol or a BigInt throws TypeError, here at once);
+ * no number, or below 1 ms, is 1 ms */
+const periodMs = (v, what) => {
+    let ms;
+    try {
+        ms = v * 1;
+    } catch (e) {
+        throw new TypeError(`${what} must be a number, got ${typeof v}`);
+    }
+    return ms >= 1 ? timerMs(ms) : 1;
+};
+
+module.exports = { isProduction, checkFunc, checkOnError, noop, numArg, timerMs, periodMs };

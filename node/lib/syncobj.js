@@ -7,7 +7,7 @@
 const N = require('./binding');
 const reg = require('./registry');
 const ISync = require('../ISync');
-const { checkFunc, checkOnError, numArg, timerMs } = require('./common');
+const { checkFunc, checkOnError, numArg, periodMs } = require('./common');
 
 const OP_SYNC = reg.OP_SYNC;
 
@@ -127,8 +127,8 @@ const positive = (v, what) => {
 /* a number of flows or entries: compared as `count < max` there, so 1.5 lets 2 in */
 const count = (v, what) => Math.ceil(positive(v, what));
 
-/* a period: futoin-asyncsteps runs it on Node's timers */
-const period = (v, what) => timerMs(positive(v, what));
+/* a period: futoin-asyncsteps runs it on Node's setInterval() */
+const period = periodMs;
 
 module.exports = {
     ISync, nativeInit, nativeClass, nativeSync, N, onTestTool, virtualPeriods, queueLimit, positive, count, period, mutexFields,

@@ -82,6 +82,27 @@ test('sync objects take numeric strings for their numbers, as futoin-asyncsteps'
     }
 });
 
+test('a period that is no number, or below 1 ms, is 1 ms, as on setInterval() of futoin-asyncsteps', T, async () => {
+    for (const make of [
+        (p) => new Throttle(1, p),
+        (p) => new Limiter({ concurrent: 3, max_queue: 5, rate: 1, period_ms: p, burst: 5 }),
+    ]) {
+        for (const p of [null, -5, 0.5, 'abc', {}]) {
+            const obj = make(p);
+            const trace = [];
+            const ends = ['a', 'b', 'c'].map((n) => flow((as) => as.sync(obj, (as) => {
+                trace.push(n);
+            })));
+            assert.deepStrictEqual(trace, ['a'], String(p)); // one entry per period
+            const res = await Promise.all(ends);
+            assert.deepStrictEqual(res.map((r) => r.err), [null, null, null], String(p));
+            assert.deepStrictEqual(trace, ['a', 'b', 'c'], String(p));
+        }
+    }
+    // the kept setting is the one given, as there
+    assert.strictEqual(new Throttle(1, null)._period_ms, null);
+});
+
 test('Mutex: the section gets the previous result; its result goes on', T, async () => {
     const mtx = new Mutex();
     const got = [];
