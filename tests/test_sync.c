@@ -792,6 +792,77 @@ static void throttle_timer_pending_while_a_period_counts(void** state)
     assert_int_equal(futoin_sync_timer_pending(NULL), 0);
 }
 
+/* a host's hook takes the periods (a test's fake clock): no timer of the
+ * tool runs them; futoin_sync_period_end() ends each, and says when none
+ * runs any more; a hook that declines leaves them to the tool */
+static int g_hook_calls;
+static uint32_t g_hook_ms;
+static int g_hook_takes;
+
+static int period_hook(void* data, FutoInSync* sync, uint32_t period_ms)
+{
+    assert_ptr_equal(data, sync); /* the object it was set on, a Limiter too */
+    ++g_hook_calls;
+    g_hook_ms = period_ms;
+    return g_hook_takes;
+}
+
+static void throttle_periods_on_the_hosts_timer(void** state)
+{
+    (void)state;
+    FutoInLimiterOptions o;
+    futoin_limiter_options_init(&o);
+    o.concurrent = 3;
+    o.max_queue = 3;
+    o.rate = 1;
+    o.period_ms = 100;
+    o.burst = 3;
+    FutoInSync* syncs[2] = {
+            futoin_throttle_new(g_fx.tool, 1, 100, FUTOIN_UNLIMITED),
+            futoin_limiter_new(g_fx.tool, &o),
+    };
+    for (int i = 0; i < 2; ++i) {
+        FutoInSync* t = syncs[i];
+        assert_int_equal(futoin_sync_set_period_hook(t, period_hook, t), 0);
+        g_hook_calls = 0;
+        g_hook_takes = 1;
+        const uint64_t t0 = now_ms();
+        flows_init(t, 0);
+        flow_start(&g_flows[0]);
+        flow_start(&g_flows[1]);
+        run_all();
+        assert_int_equal(g_hook_calls, 1);
+        assert_int_equal(g_hook_ms, 100);
+        assert_int_equal(g_flows[0].entered, 1);
+        assert_int_equal(g_flows[1].entered, 0); /* no timer of the tool ends the period */
+        assert_int_equal(now_ms(), t0);
+        assert_int_equal(futoin_sync_timer_pending(t), 1);
+        assert_int_equal(futoin_sync_period_end(t), 1); /* B goes in: another period */
+        run_all();
+        assert_int_equal(g_flows[1].entered, 1);
+        assert_int_equal(futoin_sync_period_end(t), 0); /* idle */
+        assert_int_equal(futoin_sync_timer_pending(t), 0);
+        assert_int_equal(futoin_sync_period_end(t), 0); /* none is the host's */
+        assert_int_equal(g_hook_calls, 1);
+        /* declined: the tool's timer, as without a hook */
+        g_hook_takes = 0;
+        flow_start(&g_flows[2]);
+        flow_start(&g_flows[3]);
+        run_all();
+        assert_int_equal(g_hook_calls, 2);
+        assert_int_equal(g_flows[3].entered, 1);
+        assert_int_equal(g_flows[3].enter_t, t0 + 100);
+        flows_free();
+        futoin_sync_free(t);
+        trace_reset();
+    }
+    FutoInSync* m = futoin_mutex_new(g_fx.tool, 1, 0);
+    assert_int_equal(futoin_sync_set_period_hook(m, period_hook, m), -1);
+    futoin_sync_free(m);
+    assert_int_equal(futoin_sync_set_period_hook(NULL, period_hook, NULL), -1);
+    assert_int_equal(futoin_sync_period_end(NULL), 0);
+}
+
 /* ---- Limiter ---- */
 
 static void limiter_options_and_concurrency(void** state)
@@ -1540,6 +1611,7 @@ int main(void)
             T(throttle_cancel_waiting),
             T(throttle_idle_does_not_keep_run_alive),
             T(throttle_timer_pending_while_a_period_counts),
+            T(throttle_periods_on_the_hosts_timer),
             T(throttle_try_enter_counts_like_lock),
             T(sync_stats_show_who_is_inside_and_who_waits),
             T(fail_waiting_fails_a_flow_queued_at_a_mutex),

@@ -95,6 +95,10 @@ typedef struct fthrottle
     ftimer* timer;
     uint64_t timer_gen;
     fwaitq queue;
+    /* futoin_sync_set_period_hook(): periods on the host's timer */
+    int (*period_hook)(void* data, FutoInSync* sync, uint32_t period_ms);
+    void* period_data;
+    uint8_t host_period; /* one runs there now */
 } fthrottle;
 
 FTN_HIDDEN extern const FutoInSyncAPI fmutex_api;
@@ -125,6 +129,8 @@ FTN_HIDDEN void fthrottle_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
 
 FTN_HIDDEN void fmutex_stats(const fmutex* m, FutoInSyncStats* stats);
 FTN_HIDDEN void fthrottle_stats(const fthrottle* t, FutoInSyncStats* stats);
+FTN_HIDDEN int fthrottle_period_pending(const fthrottle* t);
+FTN_HIDDEN fthrottle* flimiter_throttle(FutoInSync* sync);
 FTN_HIDDEN void flimiter_stats(const FutoInSync* sync, FutoInSyncStats* stats);
 FTN_HIDDEN void flimiter_destroy(FutoInSync* sync);
 FTN_HIDDEN int flimiter_timer_pending(const FutoInSync* sync);

@@ -133,9 +133,14 @@ int flimiter_idle(const FutoInSync* sync)
     return fmutex_idle(&l->mutex) && fthrottle_idle(&l->throttle);
 }
 
+fthrottle* flimiter_throttle(FutoInSync* sync)
+{
+    return &((flimiter*)sync)->throttle;
+}
+
 int flimiter_timer_pending(const FutoInSync* sync)
 {
-    return ((const flimiter*)sync)->throttle.timer != NULL;
+    return fthrottle_period_pending(&((const flimiter*)sync)->throttle);
 }
 
 void flimiter_stats(const FutoInSync* sync, FutoInSyncStats* stats)

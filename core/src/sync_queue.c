@@ -178,7 +178,7 @@ int futoin_sync_timer_pending(const FutoInSync* sync)
     }
     switch (b->kind) {
     case FSYNC_THROTTLE:
-        return ((const fthrottle*)b)->timer != NULL;
+        return fthrottle_period_pending((const fthrottle*)b);
     case FSYNC_LIMITER:
         return flimiter_timer_pending(sync);
     default:

@@ -76,10 +76,10 @@ int fthrottle_idle(const fthrottle* t)
     return t->queue.len == 0 && t->inside == 0;
 }
 
-static void throttle_period(void* data)
+/* a period ended: entries count from 0 and waiting flows go in; whether
+ * another one runs (entries were counted or flows wait) */
+static int throttle_next_period(fthrottle* t)
 {
-    fthrottle* t = data;
-    t->timer = NULL;
     t->count = 0;
     fwaiter* w;
     while (t->count < t->max && (w = fwaitq_pop(&t->queue)) != NULL) {
@@ -88,10 +88,72 @@ static void throttle_period(void* data)
         w->granted = 1;
         w->bsi->api->success(w->bsi, NULL);
     }
-    if (t->count || t->queue.head) {
+    return t->count || t->queue.head;
+}
+
+/* the tool's timer: a period that started there goes on there, as an
+ * interval timer keeps its clock */
+static void throttle_period(void* data)
+{
+    fthrottle* t = data;
+    t->timer = NULL;
+    if (throttle_next_period(t)) {
         throttle_arm(t);
     }
     fsync_reap(&t->b);
+}
+
+/* a period starts (the first entry after an idle time): on the host's
+ * timer if its hook takes it, else on the tool's */
+static void throttle_start(fthrottle* t)
+{
+    if (t->timer || t->host_period) {
+        return;
+    }
+    FutoInSync* self = t->b.outer ? &t->b.outer->iface : &t->b.iface;
+    if (t->period_hook && t->period_hook(t->period_data, self, t->period_ms)) {
+        t->host_period = 1;
+        return;
+    }
+    throttle_arm(t);
+}
+
+int fthrottle_period_pending(const fthrottle* t)
+{
+    return t->timer != NULL || t->host_period;
+}
+
+static fthrottle* throttle_of(FutoInSync* sync)
+{
+    fsync_base* b = fsync_builtin(sync);
+    if (!b) {
+        return NULL;
+    }
+    return b->kind == FSYNC_THROTTLE ? (fthrottle*)b : b->kind == FSYNC_LIMITER ? flimiter_throttle(sync) : NULL;
+}
+
+int futoin_sync_set_period_hook(
+        FutoInSync* sync, int (*start)(void* data, FutoInSync* sync, uint32_t period_ms), void* data)
+{
+    fthrottle* t = throttle_of(sync);
+    if (!t) {
+        return -1;
+    }
+    t->period_hook = start;
+    t->period_data = data;
+    return 0;
+}
+
+int futoin_sync_period_end(FutoInSync* sync)
+{
+    fthrottle* t = throttle_of(sync);
+    if (!t || !t->host_period) {
+        return 0;
+    }
+    const int more = throttle_next_period(t);
+    t->host_period = (uint8_t)more;
+    fsync_reap(&t->b); /* t may be gone now */
+    return more;
 }
 
 static void throttle_cancel(FutoInAsyncSteps* bsi, void* data)
@@ -121,7 +183,7 @@ static int throttle_enter_now(fthrottle* t)
 {
     if (t->count < t->max && !t->queue.head) {
         ++t->count;
-        throttle_arm(t);
+        throttle_start(t);
         return 1;
     }
     return 0;
@@ -151,7 +213,7 @@ void fthrottle_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
     }
     fwaitq_wait(&t->queue, t->max_queue, bsi, bsi->api->rootId(bsi), t, "Throttle queue limit",
                 throttle_cancel);
-    throttle_arm(t);
+    throttle_start(t);
 }
 
 void fthrottle_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)

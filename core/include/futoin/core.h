@@ -531,6 +531,22 @@ FUTOIN_API int futoin_sync_timer_pending(const FutoInSync* sync);
  * sub-step. 0: it would wait, or `sync` is not a Throttle of this library
  * (use sync/addSync as usual). */
 FUTOIN_API int futoin_throttle_try_enter(FutoInSync* sync);
+/* A Throttle's periods (a Limiter's rate) on a timer of the host's instead
+ * of the tool's, for a host whose clock may be a test's fake one: when a
+ * period starts (the first entry after an idle time) `start` is called; if
+ * it returns 1, the host calls futoin_sync_period_end() every period_ms
+ * from then on; 0: the tool's timer runs the period, as without a hook.
+ * `sync` is the object the hook was set on. NULL removes the hook. -1 for
+ * anything else than a Throttle or Limiter of this library. After
+ * futoin_sync_free() the host calls futoin_sync_period_end() no more. Loop
+ * thread only. */
+FUTOIN_API int futoin_sync_set_period_hook(
+        FutoInSync* sync, int (*start)(void* data, FutoInSync* sync, uint32_t period_ms), void* data);
+/* The end of a period the host took: entries count from 0 and waiting
+ * flows go in. 1 when another period runs (the host's timer goes on), 0
+ * when it is idle (the host stops its timer; the next entry calls `start`
+ * again), and for a period that is not the host's. */
+FUTOIN_API int futoin_sync_period_end(FutoInSync* sync);
 
 /* What a built-in sync primitive holds now, for monitoring and for evicting
  * idle ones (futoin-asyncsteps shows the same in its objects' fields). */
