@@ -5,7 +5,7 @@
  * period_ms, burst queue) in one object, as futoin-asyncsteps' Limiter.
  */
 
-const { ISync, nativeInit, nativeClass, N, onTestTool, mutexFields, throttleFields } = require('./lib/syncobj');
+const { ISync, nativeInit, periodicInit, nativeClass, N, onTestTool, mutexFields, throttleFields } = require('./lib/syncobj');
 const { numArg, periodMs } = require('./lib/common');
 
 const opt = (options, name, dflt) => {
@@ -57,6 +57,7 @@ class Limiter extends ISync {
         const s = N.limiterNew(onTestTool(), concurrent, max_queue, rate, period_ms, burst);
         super();
         nativeInit(this, s);
+        periodicInit(this);
         // the settings and the live counts, where futoin-asyncsteps' Limiter
         // keeps them (one C object does the work of its Mutex and Throttle)
         this._mutex = Object.freeze(new LimiterMutex(this._s, concurrent, max_queue));

@@ -5,7 +5,7 @@
  * queue of at most `max_queue` (null: unlimited) or get DefenseRejected.
  */
 
-const { ISync, nativeInit, nativeClass, N, onTestTool, queueLimit, count, period, throttleFields } = require('./lib/syncobj');
+const { ISync, nativeInit, periodicInit, nativeClass, N, onTestTool, queueLimit, count, period, throttleFields } = require('./lib/syncobj');
 const reg = require('./lib/registry');
 
 class Throttle extends ISync {
@@ -16,6 +16,7 @@ class Throttle extends ISync {
         const s = N.throttleNew(onTestTool(), count(max, 'max'), period(period_ms, 'period_ms'), queueLimit(max_queue));
         super();
         nativeInit(this, s);
+        periodicInit(this);
         if (this._sid !== 0) {
             reg.THROTTLES[this._sid] = true; // nothing to unlock: mergeInner may enter it at once
         }

@@ -2661,9 +2661,57 @@ const onFinish = (r, code, info) => {
     return 0;
 };
 
-const onCall = (key) => {
+/* key < 0: the period of the Throttle or Limiter of sync id -key starts:
+ * while setInterval() looks mocked (a test's fake clock), on it, as
+ * futoin-asyncsteps runs each period on the global setInterval() of the
+ * time: 1 (else 0: C's timer); key > 0: an AsyncToolTest event is due */
+const onCall = (key, ms) => {
+    if (key < 0) {
+        return periodStart(-key, ms);
+    }
     AsyncToolTest._fire(key);
     return 0;
+};
+
+const NODE_SET_INTERVAL = require('timers').setInterval;
+
+// the global setInterval() seen last, and whether it is a fake one (as
+// timersMocked(): a wrapper of Node's own changes nothing)
+let globalIv = NODE_SET_INTERVAL;
+let globalIvFake = false;
+
+const intervalMocked = () => {
+    const si = globalThis.setInterval;
+    if (si === NODE_SET_INTERVAL) {
+        return false;
+    }
+    if (si !== globalIv) {
+        globalIv = si;
+        globalIvFake = false;
+        try {
+            const t = si(NO_CANCEL, 1e6);
+            globalThis.clearInterval(t);
+            globalIvFake = !(t instanceof nodeTimeoutClass());
+        } catch (e) {
+            // not a timer function: C's timer
+        }
+    }
+    return globalIvFake;
+};
+
+const periodStart = (id, ms) => {
+    const ref = reg.PERIODIC[id];
+    const obj = ref !== undefined ? ref.deref() : undefined;
+    if (obj === undefined || !intervalMocked()) {
+        return 0;
+    }
+    const s = obj._s;
+    const iv = globalIv(() => {
+        if (!N.syncPeriodEnd(s)) {
+            globalThis.clearInterval(iv);
+        }
+    }, ms);
+    return 1;
 };
 
 /* plain JS steps the engine set aside: run them here, one call into C each

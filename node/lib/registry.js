@@ -35,6 +35,7 @@ const reg = { FNS, FREE, ROOTS, WEAK, SH: null, target: -1 };
 reg.running = 0; // roots in ROOTS
 // by sync id (OP_SYNC): whether that sync object is a Throttle
 reg.THROTTLES = [];
+reg.PERIODIC = []; // sync id -> WeakRef of its Throttle or Limiter (lib/syncobj.js periodicInit)
 
 const drainFreed = () => {
     const SH = reg.SH;

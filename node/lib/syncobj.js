@@ -18,6 +18,13 @@ const nativeInit = (obj, s) => {
     reg.THROTTLES[obj._sid] = false; // a Throttle says otherwise
 };
 
+/* a Throttle or a Limiter: C may hand its periods to JS (AsyncSteps.js onCall()) */
+const periodicInit = (obj) => {
+    if (obj._sid !== 0) {
+        reg.PERIODIC[obj._sid] = new WeakRef(obj);
+    }
+};
+
 /* the methods of Mutex, Throttle and Limiter, each their own as in
  * futoin-asyncsteps (whose classes extend ISync directly) */
 const nativeMethods = {
@@ -131,6 +138,6 @@ const count = (v, what) => Math.ceil(positive(v, what));
 const period = periodMs;
 
 module.exports = {
-    ISync, nativeInit, nativeClass, nativeSync, N, onTestTool, virtualPeriods, queueLimit, positive, count, period, mutexFields,
+    ISync, nativeInit, periodicInit, nativeClass, nativeSync, N, onTestTool, virtualPeriods, queueLimit, positive, count, period, mutexFields,
     throttleFields,
 };

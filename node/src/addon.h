@@ -363,6 +363,7 @@ void js_flush_ops(jsenv* e);
 void js_run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i);
 /* a JS callback of the step `bsi` dispatched through `fn`; returns the flags */
 int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size_t argc, napi_value* argv);
+int32_t js_call_fn(jsenv* e, napi_ref fn, size_t argc, napi_value* argv);
 
 /* sync objects and C steps (sync.c, native.c) */
 napi_status js_sync_register(napi_env env, napi_value exports);

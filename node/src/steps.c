@@ -259,6 +259,13 @@ static int32_t call_js(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, size_t argc
     return flags;
 }
 
+/* fn(...argv) of lib/AsyncSteps.js for no step: its int32 result, JS_F_DONE
+ * when the library's code threw (thrown on from the next turn) */
+int32_t js_call_fn(jsenv* e, napi_ref fn, size_t argc, napi_value* argv)
+{
+    return call_js(e, fn, NULL, argc, argv);
+}
+
 /* what JS finds the root by: the slot of one of our roots (lib/registry.js
  * keeps the running ones), the view object of a wrapped one */
 static int root_arg(jsenv* e, jroot* r, napi_value* out)

@@ -96,6 +96,47 @@ static FutoInAsyncTool* tool_arg(napi_env env, napi_value v)
     return test ? tl_env->test_tool : tl_env->tool;
 }
 
+/* a Throttle's (a Limiter's) period starts: JS runs it on the global
+ * setInterval() while timers look mocked (a test's fake clock, which
+ * futoin-asyncsteps' setInterval() follows too): onCall(-id, ms) is 1 */
+static int period_start(void* data, FutoInSync* sync, uint32_t period_ms)
+{
+    (void)sync;
+    jsenv* e = tl_env;
+    napi_value argv[2];
+    if (!e || napi_create_double(e->env, -(double)(uintptr_t)data, &argv[0]) != napi_ok
+            || napi_create_uint32(e->env, period_ms, &argv[1]) != napi_ok) {
+        return 0;
+    }
+    return js_call_fn(e, e->f_call, 2, argv) == 1;
+}
+
+/* a sync object of the real tool with a period: JS may take its periods */
+static napi_value wrap_periodic(napi_env env, FutoInSync* s, int test)
+{
+    napi_value out = wrap_sync(env, s);
+    if (out && !test && tl_env->sh[SH_RET]) {
+        futoin_sync_set_period_hook(s, period_start, (void*)(uintptr_t)tl_env->sh[SH_RET]);
+    }
+    return out;
+}
+
+/* syncPeriodEnd(external) -> whether the period JS took goes on (its
+ * setInterval() stops on false) */
+static napi_value n_sync_period_end(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1], out;
+    NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    jsenv* e = tl_env;
+    if (e->sh[SH_OPS_N]) {
+        js_flush_ops(e);
+    }
+    FutoInSync* s = js_sync_of(env, argv[0]);
+    NAPI_OK(napi_get_boolean(env, s && futoin_sync_period_end(s) != 0, &out));
+    return out;
+}
+
 /* mutexNew(test, max, max_queue|null) */
 static napi_value n_mutex_new(napi_env env, napi_callback_info info)
 {
@@ -112,8 +153,10 @@ static napi_value n_throttle_new(napi_env env, napi_callback_info info)
     size_t argc = 4;
     napi_value argv[4];
     NAPI_OK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-    return wrap_sync(env, futoin_throttle_new(tool_arg(env, argv[0]), u32_arg(env, argv[1], 1),
-                                              u32_arg(env, argv[2], 1000), u32_arg(env, argv[3], FUTOIN_UNLIMITED)));
+    FutoInAsyncTool* tool = tool_arg(env, argv[0]);
+    return wrap_periodic(env, futoin_throttle_new(tool, u32_arg(env, argv[1], 1), u32_arg(env, argv[2], 1000),
+                                                  u32_arg(env, argv[3], FUTOIN_UNLIMITED)),
+                         tool == tl_env->test_tool);
 }
 
 /* limiterNew(test, concurrent, max_queue, rate, period_ms, burst) */
@@ -129,7 +172,8 @@ static napi_value n_limiter_new(napi_env env, napi_callback_info info)
     o.rate = u32_arg(env, argv[3], o.rate);
     o.period_ms = u32_arg(env, argv[4], o.period_ms);
     o.burst = u32_arg(env, argv[5], o.burst);
-    return wrap_sync(env, futoin_limiter_new(tool_arg(env, argv[0]), &o));
+    FutoInAsyncTool* tool = tool_arg(env, argv[0]);
+    return wrap_periodic(env, futoin_limiter_new(tool, &o), tool == tl_env->test_tool);
 }
 
 /* ---- a JS object with lock(as)/unlock(as) as an FTN12 sync object ----
@@ -277,6 +321,9 @@ napi_status js_sync_register(napi_env env, napi_value exports)
     }
     if (st == napi_ok) {
         st = js_set_fn(env, exports, "throttleEnter", n_throttle_enter);
+    }
+    if (st == napi_ok) {
+        st = js_set_fn(env, exports, "syncPeriodEnd", n_sync_period_end);
     }
     return st;
 }
