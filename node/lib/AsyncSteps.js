@@ -533,28 +533,34 @@ const nodeTimeoutClass = () => {
 // step handle -> its timeout on an event tool: [handle, tool, step interface]
 const TOOL_TIMEOUTS = new Map();
 
-// the global setTimeout() seen last, and whether it is a fake one
-let globalTimer = NODE_SET_TIMEOUT;
-let globalFake = false;
-
-const timersMocked = () => {
-    const st = globalThis.setTimeout;
-    if (st === NODE_SET_TIMEOUT) {
-        return false;
-    }
-    if (st !== globalTimer) {
-        globalTimer = st;
-        globalFake = false;
-        try {
-            const t = st(NO_CANCEL, 0);
-            globalThis.clearTimeout(t);
-            globalFake = !(t instanceof nodeTimeoutClass());
-        } catch (e) {
-            // not a timer function: Node's own is used
+/* a check of the global timer function `name`: whether it is a fake one
+ * (its timers are no Node Timeout; a wrapper of Node's own, as an
+ * instrumenting agent installs, changes nothing), asked once per function */
+const fakeTimerCheck = (name, clearName, nodeFn) => {
+    let seen = nodeFn;
+    let fake = false;
+    const check = () => {
+        const fn = globalThis[name];
+        if (fn === nodeFn) {
+            return false;
         }
-    }
-    return globalFake;
+        if (fn !== seen) {
+            seen = fn;
+            fake = false;
+            try {
+                const t = fn(NO_CANCEL, 0);
+                globalThis[clearName](t);
+                fake = !(t instanceof nodeTimeoutClass());
+            } catch (e) {
+                // not a timer function: Node's own is used
+            }
+        }
+        return fake;
+    };
+    return check;
 };
+
+const timersMocked = fakeTimerCheck('setTimeout', 'clearTimeout', NODE_SET_TIMEOUT);
 
 /* the event tool that sets root's step timeouts, or null: the C scheduler
  * (in virtual time for AsyncToolTest) */
@@ -2673,31 +2679,7 @@ const onCall = (key, ms) => {
     return 0;
 };
 
-const NODE_SET_INTERVAL = require('timers').setInterval;
-
-// the global setInterval() seen last, and whether it is a fake one (as
-// timersMocked(): a wrapper of Node's own changes nothing)
-let globalIv = NODE_SET_INTERVAL;
-let globalIvFake = false;
-
-const intervalMocked = () => {
-    const si = globalThis.setInterval;
-    if (si === NODE_SET_INTERVAL) {
-        return false;
-    }
-    if (si !== globalIv) {
-        globalIv = si;
-        globalIvFake = false;
-        try {
-            const t = si(NO_CANCEL, 1e6);
-            globalThis.clearInterval(t);
-            globalIvFake = !(t instanceof nodeTimeoutClass());
-        } catch (e) {
-            // not a timer function: C's timer
-        }
-    }
-    return globalIvFake;
-};
+const intervalMocked = fakeTimerCheck('setInterval', 'clearInterval', require('timers').setInterval);
 
 const periodStart = (id, ms) => {
     const ref = reg.PERIODIC[id];
@@ -2706,7 +2688,7 @@ const periodStart = (id, ms) => {
         return 0;
     }
     const s = obj._s;
-    const iv = globalIv(() => {
+    const iv = globalThis.setInterval(() => {
         if (!N.syncPeriodEnd(s)) {
             globalThis.clearInterval(iv);
         }
