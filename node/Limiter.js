@@ -13,9 +13,6 @@ const opt = (options, name, dflt) => {
     if (!options[name]) {
         return dflt;
     }
-    if (name === 'period_ms') {
-        return periodMs(options[name], 'Limiter option period_ms'); // on Node's setInterval() there
-    }
     const v = numArg(options[name]);
     if (typeof v !== 'number' || !(v >= 0)) {
         throw new TypeError(`Limiter option ${name} must be a non-negative number`);
@@ -52,7 +49,8 @@ class Limiter extends ISync {
         const concurrent = opt(options, 'concurrent', 1);
         const max_queue = opt(options, 'max_queue', 0);
         const rate = opt(options, 'rate', 1);
-        const period_ms = opt(options, 'period_ms', 1000);
+        // any falsy one is 1000 there too; the rest goes to Node's setInterval()
+        const period_ms = options.period_ms ? periodMs(options.period_ms, 'Limiter option period_ms') : 1000;
         const burst = opt(options, 'burst', 0);
         const s = N.limiterNew(onTestTool(), concurrent, max_queue, rate, period_ms, burst);
         super();

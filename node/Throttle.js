@@ -5,7 +5,8 @@
  * queue of at most `max_queue` (null: unlimited) or get DefenseRejected.
  */
 
-const { ISync, nativeInit, periodicInit, nativeClass, N, onTestTool, queueLimit, count, period, throttleFields } = require('./lib/syncobj');
+const { ISync, nativeInit, periodicInit, nativeClass, N, onTestTool, queueLimit, count, throttleFields } = require('./lib/syncobj');
+const { periodMs } = require('./lib/common');
 const reg = require('./lib/registry');
 
 class Throttle extends ISync {
@@ -13,7 +14,7 @@ class Throttle extends ISync {
         if (max === undefined) {
             throw new TypeError('Throttle(max, period_ms, max_queue): max is required');
         }
-        const s = N.throttleNew(onTestTool(), count(max, 'max'), period(period_ms, 'period_ms'), queueLimit(max_queue));
+        const s = N.throttleNew(onTestTool(), count(max, 'max'), periodMs(period_ms, 'period_ms'), queueLimit(max_queue));
         super();
         nativeInit(this, s);
         periodicInit(this);

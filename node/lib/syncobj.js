@@ -7,7 +7,7 @@
 const N = require('./binding');
 const reg = require('./registry');
 const ISync = require('../ISync');
-const { checkFunc, checkOnError, numArg, periodMs } = require('./common');
+const { checkFunc, checkOnError, numArg } = require('./common');
 
 const OP_SYNC = reg.OP_SYNC;
 
@@ -134,10 +134,8 @@ const positive = (v, what) => {
 /* a number of flows or entries: compared as `count < max` there, so 1.5 lets 2 in */
 const count = (v, what) => Math.ceil(positive(v, what));
 
-/* a period: futoin-asyncsteps runs it on Node's setInterval() */
-const period = periodMs;
 
 module.exports = {
-    ISync, nativeInit, periodicInit, nativeClass, nativeSync, N, onTestTool, virtualPeriods, queueLimit, positive, count, period, mutexFields,
+    ISync, nativeInit, periodicInit, nativeClass, nativeSync, N, onTestTool, virtualPeriods, queueLimit, positive, count, mutexFields,
     throttleFields,
 };

@@ -2608,14 +2608,13 @@ static void state_seen_free(void* data, void* value)
 
 /* whether the engine's error_info and last_exception are still those a
  * read mirrored last (a provider of its own: never known, always read) */
-static int state_unchanged(FutoInAsyncSteps* bsi, state_seen** seen_out)
+static int state_unchanged(FutoInAsyncSteps* bsi, const FutoInBinaryValue* le, state_seen** seen_out)
 {
     *seen_out = NULL;
     if (!futoin_steps_is_native(bsi)) {
         return 0;
     }
     state_seen* seen = bsi->api->stateVariable(bsi, NULL, "futoin.python.seen", state_seen_alloc, state_seen_free);
-    const FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
     *seen_out = seen;
     return seen && seen->mirrored && le && seen->gen == futoin_steps_error_gen(bsi) && seen->le_type == le->type
         && seen->le_p == le->p;
@@ -2638,8 +2637,9 @@ static PyObject* Steps_get_state(StepsObject* self, void* closure)
         }
         return NULL;
     }
+    FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
     state_seen* seen;
-    if (state_unchanged(bsi, &seen) && PyDict_GetItemString(d, "async_stack")) {
+    if (state_unchanged(bsi, le, &seen) && PyDict_GetItemString(d, "async_stack")) {
         Py_INCREF(d);
         return d;
     }
@@ -2650,7 +2650,6 @@ static PyObject* Steps_get_state(StepsObject* self, void* closure)
         return NULL;
     }
     Py_DECREF(s);
-    FutoInBinaryValue* le = bsi->api->stateVariable(bsi, NULL, "last_exception", NULL, NULL);
     if (le && le->type == &futoin_error_code_type) {
         last_exception_for(bsi, le->cstr); /* a FutoIn error C raised: a FutoInError */
     }
