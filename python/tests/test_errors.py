@@ -462,6 +462,30 @@ def test_async_stack_holds_the_failing_step_and_the_handlers_of_this_run(virtual
     assert seen[-1] == 2  # a new run starts a new stack
 
 
+def test_async_stack_holds_a_step_that_failed_from_outside(virtual_tool):
+    # a Timeout (or an error raised from outside) fails a step that raised
+    # nothing: it is still the failing step, as in futoin-asyncsteps
+    seen = []
+
+    def slow(as_):
+        as_.set_timeout(10)
+
+    def on_timeout(as_, code):
+        seen.append((code, list(as_.state.async_stack)))
+
+    def outer(as_):
+        as_.add(slow, on_timeout)
+
+    def outer_handler(as_, code):
+        seen.append((code, list(as_.state.async_stack)))
+        as_.success()
+
+    root = AsyncSteps(virtual_tool)
+    root.add(outer, outer_handler)
+    root.run()
+    assert seen == [("Timeout", [slow, on_timeout]), ("Timeout", [slow, on_timeout, outer_handler])]
+
+
 def test_error_handlers_take_the_code_as_steps_take_values(virtual_tool):
     # JS-style leniency, as for steps (README): a handler may ignore the
     # code, or take more parameters (None)

@@ -1034,6 +1034,49 @@ static void last_exception_for(FutoInAsyncSteps* bsi, const char* code)
 static void* state_dict_alloc(void* data);
 static void state_dict_cleanup(void* data, void* value);
 
+/* per root: the engine's error_info and last_exception as a state read
+ * last mirrored them (its error generation and last_exception value), and
+ * the error whose failing step async_stack holds */
+typedef struct
+{
+    uint32_t gen;
+    int mirrored; /* 0: never read yet */
+    const FutoInType* le_type;
+    const void* le_p;
+    int noted;         /* async_stack holds the step that failed in error generation noted_gen */
+    uint32_t noted_gen;
+} state_seen;
+
+static void* state_seen_alloc(void* data)
+{
+    (void)data;
+    return calloc(1, sizeof(state_seen));
+}
+
+static void state_seen_free(void* data, void* value)
+{
+    (void)data;
+    free(value);
+}
+
+/* the engine's own flows only: others have no error generation */
+static state_seen* seen_of(FutoInAsyncSteps* bsi)
+{
+    return futoin_steps_is_native(bsi)
+            ? bsi->api->stateVariable(bsi, NULL, "futoin.python.seen", state_seen_alloc, state_seen_free)
+            : NULL;
+}
+
+/* async_stack holds the failing step of the error the engine has now */
+static void failing_step_noted(FutoInAsyncSteps* bsi)
+{
+    state_seen* seen = seen_of(bsi);
+    if (seen) {
+        seen->noted = 1;
+        seen->noted_gen = futoin_steps_error_gen(bsi);
+    }
+}
+
 /* state.async_stack (spec 1.7, implementation-defined): the Python step
  * functions that failed and the error handlers called, in this run (kept
  * short: a loop recovering from errors for ever must not grow it for ever) */
@@ -1224,6 +1267,7 @@ static void call_step(FutoInAsyncSteps* bsi, pyfrag* f, PyObject* func, const Fu
     if (!r) {
         note_async_stack(bsi, func);
         raise_into_flow(bsi);
+        failing_step_noted(bsi);
     } else {
         Py_DECREF(r);
     }
@@ -1242,6 +1286,15 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
 {
     PyGILState_STATE g = PyGILState_Ensure();
     pyfrag* f = data;
+    state_seen* seen = seen_of(bsi);
+    if (seen && (!seen->noted || seen->noted_gen != futoin_steps_error_gen(bsi))) {
+        /* it failed from outside (a Timeout, an error() on it from
+         * outside), or in C code: its own step is where it failed */
+        if (f->func && f->func != Py_None) {
+            note_async_stack(bsi, f->func);
+        }
+        failing_step_noted(bsi);
+    }
     last_exception_for(bsi, code);
     note_async_stack(bsi, f->onerror);
     PyObject* c = str_of(code);
@@ -1256,6 +1309,7 @@ static void tr_error(FutoInAsyncSteps* bsi, void* data, const char* code)
             flowctx_exit(ctx);
             if (!r) {
                 raise_into_flow(bsi);
+                failing_step_noted(bsi); /* the handler, listed already */
             } else if (v->went_on) {
                 /* handled: a later error of the same code and info is
                  * another one, with a last_exception of its own */
@@ -2584,28 +2638,6 @@ static void state_dict_cleanup(void* data, void* value)
     PyGILState_Release(g);
 }
 
-/* per root: the engine's error_info and last_exception as a state read
- * last mirrored them (its error generation and last_exception value) */
-typedef struct
-{
-    uint32_t gen;
-    int mirrored; /* 0: never read yet */
-    const FutoInType* le_type;
-    const void* le_p;
-} state_seen;
-
-static void* state_seen_alloc(void* data)
-{
-    (void)data;
-    return calloc(1, sizeof(state_seen));
-}
-
-static void state_seen_free(void* data, void* value)
-{
-    (void)data;
-    free(value);
-}
-
 /* whether the engine's error_info and last_exception are still those a
  * read mirrored last (a provider of its own: never known, always read) */
 static int state_unchanged(FutoInAsyncSteps* bsi, const FutoInBinaryValue* le, state_seen** seen_out)
@@ -2614,7 +2646,7 @@ static int state_unchanged(FutoInAsyncSteps* bsi, const FutoInBinaryValue* le, s
     if (!futoin_steps_is_native(bsi)) {
         return 0;
     }
-    state_seen* seen = bsi->api->stateVariable(bsi, NULL, "futoin.python.seen", state_seen_alloc, state_seen_free);
+    state_seen* seen = seen_of(bsi);
     *seen_out = seen;
     return seen && seen->mirrored && le && seen->gen == futoin_steps_error_gen(bsi) && seen->le_type == le->type
         && seen->le_p == le->p;
