@@ -911,6 +911,34 @@ static void root_freed_on_another_thread_after_tool_free(void** state)
     assert_int_equal(pthread_join(th, NULL), 0);
 }
 
+/* 15. a tool whose loop ran on another thread, freed on this one with a
+ * root this thread made and freed (Python: a Tool run on a worker thread,
+ * its scheduling root made by immediate() from the main thread): the
+ * root's free went to the loop thread, which never runs again, and the
+ * drain in futoin_tool_free() posted it on, so the root was reported as
+ * not freed and leaked */
+static void* bind_tool_thread(void* arg)
+{
+    futoin_tool_bind_thread(arg);
+    return NULL;
+}
+
+static void tool_freed_off_its_loop_thread_runs_the_frees_posted_to_it(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = futoin_tool_new();
+    assert_non_null(t);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, bind_tool_thread, t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    FutoInAsyncSteps* r = futoin_steps_new(t); /* made here: the loop is the other thread's */
+    assert_non_null(r);
+    r->api->free(r);
+    stderr_capture();
+    futoin_tool_free(t);
+    assert_string_equal(stderr_captured(), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -933,6 +961,7 @@ int main(void)
             T(late_success_on_loop_after_timeout_completes_no_other_step),
             T(late_success_after_the_root_failed_the_step_completes_no_other_step),
             T(root_freed_on_another_thread_after_tool_free),
+            T(tool_freed_off_its_loop_thread_runs_the_frees_posted_to_it),
             T(steps_set_aside_are_bounded_on_a_clock_that_stands),
     };
     return cmocka_run_group_tests_name("regress", tests, NULL, NULL);

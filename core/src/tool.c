@@ -63,6 +63,9 @@ void futoin_tool_free(FutoInAsyncTool* t)
         fprintf(stderr, "futoin: InternalError: futoin_tool_free() inside the tool's own callbacks (ignored)\n");
         return;
     }
+    /* its loop is over: the posts run here, so this is its loop thread now
+     * (a root freed from here would post its free on, never to be run) */
+    t->owner = fthread_self();
     /* posts made by posts run too; a chain that never ends is cut (and the
      * rest only freed) */
     for (int round = 0; round < 100 && atomic_load_explicit(&t->has_posts, memory_order_acquire); ++round) {

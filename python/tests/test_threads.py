@@ -5,6 +5,7 @@ tool.ref()/unref()) and in asyncio mode."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 
 import pytest
@@ -576,3 +577,25 @@ def test_a_step_is_built_on_its_loop_thread_only(call):
         tool.unref()
     assert "another thread" in got["call"]
     assert result == "done"
+
+
+def test_a_tool_run_on_a_worker_and_scheduled_on_from_here_frees_cleanly(capfd):
+    # its scheduling root, made on this thread, posted its free to the
+    # worker's loop, long over: "1 of its roots ... not freed" and a leak
+    tool = Tool()
+    ran = []
+    started = threading.Event()
+
+    def loop():
+        tool.ref()
+        started.set()
+        tool.run()
+
+    t = worker(loop)
+    started.wait()
+    tool.immediate(lambda: (ran.append(1), tool.unref()))
+    t.join()
+    assert ran == [1]
+    del tool
+    gc.collect()
+    assert capfd.readouterr().err == ""
