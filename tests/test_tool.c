@@ -463,6 +463,39 @@ static void iterate_returns_delay_to_next_timer(void** state)
     assert_trace("i|d40@40|d70@70");
 }
 
+/* an endless loop on a virtual clock, stopped by a timer (the C++
+ * reference's "cancel the loop after 1000 ms" cases): the clock stood while
+ * the loop kept the tool busy, so the timer never fired and run() hung */
+static void count_iteration(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    ++*(size_t*)data;
+}
+
+static void cancel_root(void* data)
+{
+    FutoInAsyncSteps* root = data;
+    trace("cancel@%llu", (unsigned long long)futoin_tool_now(g_fx.tool));
+    root->api->cancel(root);
+}
+
+static void a_busy_virtual_clock_still_reaches_its_timers(void** state)
+{
+    (void)state;
+    size_t n = 0;
+    g_fx.root->api->loop(g_fx.root, &n, count_iteration, NULL);
+    g_fx.root->api->execute(g_fx.root, NULL, NULL);
+    g_fx.root->api->sched_deferred(g_fx.root, 1000, g_fx.root, cancel_root);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("cancel@1000");
+    assert_true(n > 10000); /* the loop had its turns first */
+    /* a short busy spell moves no time: the clock still jumps only when idle */
+    dfr(50, "d50");
+    imm("i");
+    assert_int_equal(futoin_tool_iterate(g_fx.tool, 0), 50);
+    assert_int_equal(futoin_tool_now(g_fx.tool), 1000);
+}
+
 static void next_delay_reports_without_running(void** state)
 {
     (void)state;
@@ -1515,6 +1548,7 @@ int main(void)
             T(run_one_orders_a_zero_timer_among_the_immediates),
             T(next_delay_reports_without_running),
             T(advance_moves_virtual_time),
+            T(a_busy_virtual_clock_still_reaches_its_timers),
             T(custom_clock_drives_timers),
             T(hooks_arm_reports_next_wakeup),
             T(hooks_rearmed_when_a_cancel_from_outside_stops_a_timer),

@@ -176,6 +176,7 @@ struct FutoInAsyncTool_
     futoin_clock_fn clock;
     void* clock_data;
     uint64_t vnow;
+    uint32_t busy_turns; /* virtual time: iterate() turns in a row that found work and a timer not due */
     int virtual_time;
     /* threads */
     fthread_id owner;

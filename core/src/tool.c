@@ -749,6 +749,26 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
     return ran;
 }
 
+/* turns of work in a row after which a virtual clock moves on anyway: an
+ * endless loop stopped by a timer (cancel after N ms, as the C++
+ * reference's tests do) would hang it for good otherwise; 10,000 turns are at
+ * least 10,000 iterations of a loop of parallel steps, 1,000,000 steps of
+ * a flow that never waits */
+#define VIRTUAL_BUSY_TURNS 10000
+
+/* the virtual clock jumps to the next timer when nothing else is to run,
+ * or after a long spell of work */
+static void virtual_clock_turn(FutoInAsyncTool* t)
+{
+    if (!t->q_head) {
+        t->busy_turns = 0;
+    }
+    if (t->heap_len && t->heap[0]->deadline > t->vnow && (!t->q_head || ++t->busy_turns >= VIRTUAL_BUSY_TURNS)) {
+        t->vnow = t->heap[0]->deadline;
+        t->busy_turns = 0;
+    }
+}
+
 enum { IT_READY, IT_ALL, IT_TIMERS };
 
 /* timers due by min(now, until) */
@@ -766,8 +786,8 @@ static int64_t iterate_until(FutoInAsyncTool* t, uint32_t max_tasks, int mode, u
     }
     ftool_drain_posts(t);
     const int timers = mode != IT_READY;
-    if (timers && t->virtual_time && !t->q_head && t->heap_len && t->heap[0]->deadline > t->vnow) {
-        t->vnow = t->heap[0]->deadline;
+    if (timers && t->virtual_time) {
+        virtual_clock_turn(t);
     }
     if (timers && t->heap_len) {
         const uint64_t now = ftool_now(t);

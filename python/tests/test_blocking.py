@@ -69,6 +69,20 @@ def test_virtual_time_ten_second_timeout(virtual_tool):
     assert virtual_tool.now() == 10_000
 
 
+def test_a_timer_stops_an_endless_loop_in_virtual_time(virtual_tool):
+    # the C++ reference's "cancel the loop after 1000 ms": the virtual clock
+    # stood while the loop kept the tool busy, so run() never returned
+    n = [0]
+    root = AsyncSteps(virtual_tool)
+    root.loop(lambda as_: n.__setitem__(0, n[0] + 1))
+    at = []
+    virtual_tool.deferred(1000, lambda: (at.append(virtual_tool.now()), root.cancel()))
+    root.execute()
+    virtual_tool.run()
+    assert at == [1000]
+    assert n[0] > 10_000
+
+
 def test_virtual_tool_fixture_and_factory():
     t = make_virtual_tool()
     assert isinstance(t, Tool) and t.virtual_time is True

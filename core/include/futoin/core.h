@@ -103,7 +103,9 @@ typedef uint64_t (*futoin_clock_fn)(void* data);
 FUTOIN_API void futoin_tool_set_clock(FutoInAsyncTool* tool, futoin_clock_fn now, void* data);
 /* Virtual time: the clock only moves by futoin_tool_advance() or, when the
  * tool has nothing else to do, by run()/iterate() jumping to the next
- * deadline. Timers fire in deadline order, equal deadlines in setting order. */
+ * deadline (also after 10,000 iterate() turns in a row that found work while
+ * a timer waited: an endless loop a timer is to stop). Timers fire in
+ * deadline order, equal deadlines in setting order. */
 FUTOIN_API void futoin_tool_use_virtual_time(FutoInAsyncTool* tool);
 FUTOIN_API void futoin_tool_advance(FutoInAsyncTool* tool, uint64_t ms);
 FUTOIN_API uint64_t futoin_tool_now(FutoInAsyncTool* tool);
