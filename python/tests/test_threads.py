@@ -592,9 +592,10 @@ def test_a_tool_run_on_a_worker_and_scheduled_on_from_here_frees_cleanly(capfd):
         tool.run()
 
     t = worker(loop)
-    started.wait()
+    assert started.wait(60)
     tool.immediate(lambda: (ran.append(1), tool.unref()))
-    t.join()
+    t.join(60)
+    assert not t.is_alive()
     assert ran == [1]
     del tool
     gc.collect()
