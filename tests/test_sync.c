@@ -810,16 +810,9 @@ static int period_hook(void* data, FutoInSync* sync, uint32_t period_ms)
 static void throttle_periods_on_the_hosts_timer(void** state)
 {
     (void)state;
-    FutoInLimiterOptions o;
-    futoin_limiter_options_init(&o);
-    o.concurrent = 3;
-    o.max_queue = 3;
-    o.rate = 1;
-    o.period_ms = 100;
-    o.burst = 3;
     FutoInSync* syncs[2] = {
             futoin_throttle_new(g_fx.tool, 1, 100, FUTOIN_UNLIMITED),
-            futoin_limiter_new(g_fx.tool, &o),
+            limiter_new(3, 3, 1, 100, 3),
     };
     for (int i = 0; i < 2; ++i) {
         FutoInSync* t = syncs[i];

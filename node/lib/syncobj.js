@@ -134,7 +134,6 @@ const positive = (v, what) => {
 /* a number of flows or entries: compared as `count < max` there, so 1.5 lets 2 in */
 const count = (v, what) => Math.ceil(positive(v, what));
 
-
 module.exports = {
     ISync, nativeInit, periodicInit, nativeClass, nativeSync, N, onTestTool, virtualPeriods, queueLimit, positive, count, mutexFields,
     throttleFields,

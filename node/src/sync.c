@@ -104,7 +104,8 @@ static int period_start(void* data, FutoInSync* sync, uint32_t period_ms)
     jsenv* e = tl_env;
     napi_value argv[2];
     /* the JS of the instance that made it (not a guest's on this thread) */
-    if (!e || js_sync_by_id(e, (uint32_t)(uintptr_t)data) != sync || napi_create_double(e->env, -(double)(uintptr_t)data, &argv[0]) != napi_ok
+    if (!e || js_sync_by_id(e, (uint32_t)(uintptr_t)data) != sync
+            || napi_create_double(e->env, -(double)(uintptr_t)data, &argv[0]) != napi_ok
             || napi_create_uint32(e->env, period_ms, &argv[1]) != napi_ok) {
         return 0;
     }

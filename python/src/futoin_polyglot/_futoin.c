@@ -2642,10 +2642,6 @@ static void state_dict_cleanup(void* data, void* value)
  * read mirrored last (a provider of its own: never known, always read) */
 static int state_unchanged(FutoInAsyncSteps* bsi, const FutoInBinaryValue* le, state_seen** seen_out)
 {
-    *seen_out = NULL;
-    if (!futoin_steps_is_native(bsi)) {
-        return 0;
-    }
     state_seen* seen = seen_of(bsi);
     *seen_out = seen;
     return seen && seen->mirrored && le && seen->gen == futoin_steps_error_gen(bsi) && seen->le_type == le->type
