@@ -616,6 +616,158 @@ static void a_thread_schedules_on_the_tool(void** state)
     assert_trace("immediate from a thread|deferred from a thread");
 }
 
+/* handles the loop thread made, cancelled from another thread: they were
+ * reported and kept (the C++ reference's AsyncTool::cancel() takes any
+ * thread, as Python's Handle.cancel()) */
+static int g_seen_valid[5];
+
+static void* cancel_from_thread(void* arg)
+{
+    FutoInAsyncSteps* r = arg;
+    FutoInHandle* h = r->api->stateVariable(r, NULL, "handles", NULL, NULL);
+    for (int i = 0; i < 2; ++i) {
+        g_seen_valid[2 * i] = r->api->sched_is_valid(r, &h[i]);
+        r->api->sched_cancel(r, &h[i]);
+        g_seen_valid[2 * i + 1] = r->api->sched_is_valid(r, &h[i]);
+    }
+    r->api->sched_cancel(r, &h[3]); /* ran already: nothing to do */
+    g_seen_valid[4] = r->api->sched_is_valid(r, &h[2]);
+    return NULL;
+}
+
+static void* alloc_handles(void* data)
+{
+    (void)data;
+    return calloc(4, sizeof(FutoInHandle));
+}
+
+/* handles the loop thread made, cancelled from another thread: they were
+ * reported and kept (the C++ reference's AsyncTool::cancel() takes any
+ * thread, as Python's Handle.cancel()) */
+static void another_thread_cancels_what_the_loop_scheduled(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    FutoInHandle* h = as->api->stateVariable(as, NULL, "handles", alloc_handles, free_handle);
+    FutoInHandle ran = as->api->sched_immediate(as, "ran before", x_trace);
+    futoin_tool_iterate(g_fx.tool, 1);
+    h[0] = as->api->sched_immediate(as, "cancelled immediate", x_trace);
+    h[1] = as->api->sched_deferred(as, 3600u * 1000u, "cancelled deferred", x_trace);
+    h[2] = as->api->sched_immediate(as, "kept", x_trace);
+    h[3] = ran;
+    FutoInHandle copy = h[0];
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, cancel_from_thread, as), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    const int expect[5] = {1, 0, 1, 0, 1};
+    assert_memory_equal(g_seen_valid, expect, sizeof(expect));
+    assert_false(as->api->sched_is_valid(as, &copy));
+    assert_true(as->api->sched_is_valid(as, &h[2]));
+    futoin_tool_iterate(g_fx.tool, 0); /* the posts too: the hour's timer goes */
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), -1);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("ran before|kept");
+}
+
+static void* schedule_an_hour_from_thread(void* arg)
+{
+    FutoInAsyncSteps* r = arg;
+    FutoInHandle* h = r->api->stateVariable(r, NULL, "handles", NULL, NULL);
+    h[0] = r->api->sched_deferred(r, 3600u * 1000u, "an hour from a thread", x_trace);
+    return NULL;
+}
+
+static void* cancel_first_from_thread(void* arg)
+{
+    FutoInAsyncSteps* r = arg;
+    FutoInHandle* h = r->api->stateVariable(r, NULL, "handles", NULL, NULL);
+    r->api->sched_cancel(r, &h[0]);
+    g_seen_valid[0] = r->api->sched_is_valid(r, &h[0]);
+    return NULL;
+}
+
+/* a timer another thread set, armed on the loop, then cancelled from there:
+ * it stayed armed until its deadline (run() waited for it) */
+static void a_timer_another_thread_set_and_cancelled_does_not_linger(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* as = g_fx.root;
+    (void)as->api->stateVariable(as, NULL, "handles", alloc_handles, free_handle);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, schedule_an_hour_from_thread, as), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    futoin_tool_iterate_ready(g_fx.tool, 0); /* armed on the loop (virtual time: not fired) */
+    assert_true(futoin_tool_next_delay(g_fx.tool) > 0);
+    g_seen_valid[0] = 1;
+    assert_int_equal(pthread_create(&th, NULL, cancel_first_from_thread, as), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_false(g_seen_valid[0]);
+    futoin_tool_iterate_ready(g_fx.tool, 0);
+    assert_int_equal(futoin_tool_next_delay(g_fx.tool), -1);
+    assert_int_equal(futoin_tool_run(g_fx.tool), 0);
+    assert_trace("");
+}
+
+/* cancels from another thread while the loop turns: each callback runs at
+ * most once, none of the hour's timers fires, and every one of them leaves
+ * the heap (run under ThreadSanitizer in CI) */
+#define RACE_N 2000
+static FutoInHandle g_race[4 * RACE_N];
+static atomic_int g_race_ran[2 * RACE_N];
+static atomic_int g_race_fired;
+static atomic_int g_race_done;
+
+static void race_immediate(void* data)
+{
+    atomic_fetch_add(&g_race_ran[(intptr_t)data], 1);
+}
+
+static void race_hour(void* data)
+{
+    (void)data;
+    atomic_fetch_add(&g_race_fired, 1);
+}
+
+static void* race_canceller(void* arg)
+{
+    FutoInAsyncSteps* r = arg;
+    /* this thread's own handles too: cancelled while posted or armed */
+    for (intptr_t i = 0; i < RACE_N; ++i) {
+        g_race[2 * RACE_N + 2 * i] = r->api->sched_immediate(r, (void*)(RACE_N + i), race_immediate);
+        g_race[2 * RACE_N + 2 * i + 1] = r->api->sched_deferred(r, 3600u * 1000u, NULL, race_hour);
+    }
+    for (size_t i = 0; i < 4 * RACE_N; ++i) {
+        r->api->sched_cancel(r, &g_race[i]);
+    }
+    atomic_store(&g_race_done, 1);
+    return NULL;
+}
+
+static void cancels_from_another_thread_race_the_loop(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* tool = futoin_tool_new();
+    FutoInAsyncSteps* r = futoin_steps_new(tool);
+    for (intptr_t i = 0; i < RACE_N; ++i) {
+        g_race[2 * i] = r->api->sched_immediate(r, (void*)i, race_immediate);
+        g_race[2 * i + 1] = r->api->sched_deferred(r, 3600u * 1000u, NULL, race_hour);
+    }
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, race_canceller, r), 0);
+    while (!atomic_load(&g_race_done)) {
+        futoin_tool_iterate(tool, 0);
+    }
+    assert_int_equal(pthread_join(th, NULL), 0);
+    futoin_tool_iterate(tool, 0); /* the last posts */
+    for (size_t i = 0; i < 2 * RACE_N; ++i) {
+        assert_in_range(atomic_load(&g_race_ran[i]), 0, 1);
+    }
+    assert_int_equal(atomic_load(&g_race_fired), 0);
+    assert_int_equal(futoin_tool_next_delay(tool), -1);
+    r->api->free(r);
+    futoin_tool_free(tool);
+}
+
 static void a_thread_cannot_build_on_an_idle_root(void** state)
 {
     (void)state;
@@ -954,6 +1106,9 @@ int main(void)
             T(roots_made_and_freed_on_another_thread),
             T(a_thread_cannot_build_on_an_idle_root),
             T(a_thread_schedules_on_the_tool),
+            T(another_thread_cancels_what_the_loop_scheduled),
+            T(a_timer_another_thread_set_and_cancelled_does_not_linger),
+            cmocka_unit_test(cancels_from_another_thread_race_the_loop),
             T(error_code_lost_to_oom_is_not_the_previous_one),
             T(cross_thread_success_out_of_memory_cleans_values),
             T(loop_label_lost_to_oom_fails_the_flow),

@@ -582,7 +582,7 @@ static void api_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* handle)
     if (t && ftool_remote_handle(t, handle)) {
         ftool_remote_cancel(t, handle);
     } else if (remote) {
-        report("sched_cancel()", "of a handle made on the loop thread, from another thread");
+        ftool_handle_cancel_off_loop(t, handle);
     } else if (t) {
         ftool_handle_cancel(t, handle);
     }
@@ -595,7 +595,10 @@ static int api_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* handle)
     if (t && ftool_remote_handle(t, handle)) {
         return ftool_remote_valid(handle);
     }
-    return t && !remote ? ftool_handle_valid(t, handle) : 0;
+    if (remote) {
+        return ftool_handle_valid_off_loop(t, handle);
+    }
+    return t ? ftool_handle_valid(t, handle) : 0;
 }
 
 static int api_is_same_thread(FutoInAsyncSteps* bsi)

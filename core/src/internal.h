@@ -41,7 +41,7 @@ typedef struct ftask
     struct ftask* prev;
     void (*cb)(void* data);
     void* data;
-    uint64_t gen; /* bumped when the task runs or is cancelled */
+    uint64_t gen; /* fgen_*(): a pooled one's handle names it */
     uint64_t seq; /* timer_seq when queued: run_one() orders it among due timers */
     uint8_t queued;
     uint8_t pooled;
@@ -55,10 +55,44 @@ typedef struct ftimer
     uint64_t seq;
     void (*cb)(void* data);
     void* data;
-    uint64_t gen;
+    uint64_t gen; /* fgen_*() */
     uint32_t heap_idx; /* UINT32_MAX when not armed */
     struct ftimer* next_free;
 } ftimer;
+
+/* The generation of a user immediate or a timer, which its handle names:
+ * even while that use lasts, odd once it ended (it ran, was cancelled or
+ * stopped), even again back in its pool. Another thread's sched_cancel()
+ * ends a use as the loop thread does, by claiming it with a
+ * compare-and-swap, so exactly one of them wins: the callback runs only if
+ * the loop did. The pools keep their memory while the tool lives. */
+/* a scheduler handle: data1 the task or timer, data2 the tool, data3 the
+ * generation << 1 | the kind */
+#define HANDLE_IMMEDIATE 0
+#define HANDLE_DEFERRED 1
+
+static inline uint64_t fgen_get(const uint64_t* g)
+{
+    return __atomic_load_n(g, __ATOMIC_ACQUIRE);
+}
+
+static inline int fgen_claim(uint64_t* g, uint64_t gen)
+{
+    return !(gen & 1) && __atomic_compare_exchange_n(g, &gen, gen + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* the generation word of a scheduler handle's task or timer */
+static inline uint64_t* handle_gen(const FutoInHandle* h)
+{
+    return (h->data3 & 1) == HANDLE_DEFERRED ? &((ftimer*)h->data1)->gen : &((ftask*)h->data1)->gen;
+}
+
+/* back to its pool (loop thread): the next use's generation, past any
+ * claim of this one */
+static inline void fgen_next(uint64_t* g)
+{
+    __atomic_store_n(g, (fgen_get(g) | 1) + 1, __ATOMIC_RELEASE);
+}
 
 /* The host queue of strands whose step waits for the host, kept twice:
  * the tool's (in order) and its flow's own (the same order, so the host
@@ -246,6 +280,12 @@ FTN_HIDDEN FutoInHandle ftool_deferred(
         FutoInAsyncTool* t, uint32_t delay_ms, void* data, void (*cb)(void*));
 FTN_HIDDEN void ftool_handle_cancel(FutoInAsyncTool* t, FutoInHandle* h);
 FTN_HIDDEN int ftool_handle_valid(FutoInAsyncTool* t, FutoInHandle* h);
+/* the same for a handle the loop thread made, from another thread
+ * (tool_remote.c) */
+FTN_HIDDEN void ftool_handle_cancel_off_loop(FutoInAsyncTool* t, FutoInHandle* h);
+FTN_HIDDEN int ftool_handle_valid_off_loop(FutoInAsyncTool* t, const FutoInHandle* h);
+/* on the loop thread: the use another thread claimed leaves its queue or heap */
+FTN_HIDDEN void ftool_handle_drop(FutoInAsyncTool* t, const FutoInHandle* h);
 
 /* ---- step engine (steps.c) ---- */
 

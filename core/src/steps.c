@@ -1396,7 +1396,7 @@ static void step_timeout_cb(void* data)
         ftimer* tm = ftool_timer_start(s->flow->tool, 0, step_timeout_cb, s);
         if (tm) {
             s->timer = tm;
-            s->timer_gen = tm->gen;
+            s->timer_gen = fgen_get(&tm->gen);
         }
         return;
     }
@@ -1426,7 +1426,7 @@ void feng_set_timeout(fstep* s, uint32_t ms)
         return;
     }
     s->timer = tm;
-    s->timer_gen = tm->gen;
+    s->timer_gen = fgen_get(&tm->gen);
 }
 
 void feng_execute(fflow* fl, void* data, FutoInAsyncSteps_error_callback eh)

@@ -50,7 +50,7 @@ static void throttle_arm(fthrottle* t)
     if (!t->timer) {
         t->timer = ftool_timer_start(t->tool, t->period_ms, throttle_period, t);
         if (t->timer) {
-            t->timer_gen = t->timer->gen;
+            t->timer_gen = fgen_get(&t->timer->gen);
         }
     }
 }

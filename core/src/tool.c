@@ -5,9 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#define HANDLE_IMMEDIATE 0
-#define HANDLE_DEFERRED 1
-
 static uint64_t ftool_monotonic_ms(void* data)
 {
     (void)data;
@@ -302,7 +299,7 @@ FutoInHandle ftool_immediate(FutoInAsyncTool* t, void* data, void (*cb)(void*))
     ftool_task_push(t, task);
     h.data1 = task;
     h.data2 = t;
-    h.data3 = (ptrdiff_t)((task->gen << 1) | HANDLE_IMMEDIATE);
+    h.data3 = (ptrdiff_t)((fgen_get(&task->gen) << 1) | HANDLE_IMMEDIATE);
     return h;
 }
 
@@ -396,14 +393,14 @@ ftimer* ftool_timer_start(FutoInAsyncTool* t, uint32_t delay_ms, void (*cb)(void
 
 static void ftimer_release(FutoInAsyncTool* t, ftimer* tm)
 {
-    ++tm->gen;
+    fgen_next(&tm->gen);
     tm->cb = NULL;
     fpool_put(&t->timer_pool, tm);
 }
 
 void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen)
 {
-    if (tm && tm->gen == gen && tm->heap_idx != UINT32_MAX) {
+    if (tm && fgen_get(&tm->gen) == gen && tm->heap_idx != UINT32_MAX) {
         heap_remove(t, tm);
         ftimer_release(t, tm);
         if (!t->running) {
@@ -412,6 +409,18 @@ void ftool_timer_stop(FutoInAsyncTool* t, ftimer* tm, uint64_t gen)
             ftool_rearm(t);
         }
     }
+}
+
+/* the timer at the top of the heap leaves it: 1 with its callback to run,
+ * 0 when another thread's cancel claimed it first */
+static int timer_take(FutoInAsyncTool* t, ftimer* tm, void (**cb)(void*), void** data)
+{
+    heap_remove(t, tm);
+    *cb = tm->cb;
+    *data = tm->data;
+    const int mine = fgen_claim(&tm->gen, fgen_get(&tm->gen));
+    ftimer_release(t, tm);
+    return mine;
 }
 
 void ftool_run_due_timers(FutoInAsyncTool* t, uint64_t now)
@@ -423,11 +432,11 @@ void ftool_run_due_timers(FutoInAsyncTool* t, uint64_t now)
         if (tm->deadline > now || tm->seq >= seq_limit) {
             break;
         }
-        heap_remove(t, tm);
-        void (*cb)(void*) = tm->cb;
-        void* data = tm->data;
-        ftimer_release(t, tm);
-        cb(data);
+        void (*cb)(void*);
+        void* data;
+        if (timer_take(t, tm, &cb, &data)) {
+            cb(data);
+        }
     }
 }
 
@@ -441,7 +450,7 @@ FutoInHandle ftool_deferred(FutoInAsyncTool* t, uint32_t delay_ms, void* data, v
     if (tm) {
         h.data1 = tm;
         h.data2 = t;
-        h.data3 = (ptrdiff_t)((tm->gen << 1) | HANDLE_DEFERRED);
+        h.data3 = (ptrdiff_t)((fgen_get(&tm->gen) << 1) | HANDLE_DEFERRED);
     }
     return h;
 }
@@ -460,27 +469,40 @@ int ftool_handle_valid(FutoInAsyncTool* t, FutoInHandle* h)
     uint64_t gen = (uint64_t)h->data3 >> 1;
     if ((h->data3 & 1) == HANDLE_DEFERRED) {
         ftimer* tm = h->data1;
-        return tm->gen == gen && tm->heap_idx != UINT32_MAX;
+        return fgen_get(&tm->gen) == gen && tm->heap_idx != UINT32_MAX;
     }
     ftask* task = h->data1;
-    return task->gen == gen && task->queued;
+    return fgen_get(&task->gen) == gen && task->queued;
+}
+
+/* the use of h's task or timer leaves its queue or heap, if its
+ * generation is still `gen` */
+static void handle_end(FutoInAsyncTool* t, const FutoInHandle* h, uint64_t gen)
+{
+    if ((h->data3 & 1) == HANDLE_DEFERRED) {
+        ftool_timer_stop(t, h->data1, gen);
+        return;
+    }
+    ftask* task = h->data1;
+    if (fgen_get(&task->gen) == gen && task->queued) {
+        ftool_task_remove(t, task);
+        fgen_next(&task->gen);
+        fpool_put(&t->task_pool, task);
+    }
 }
 
 void ftool_handle_cancel(FutoInAsyncTool* t, FutoInHandle* h)
 {
-    if (!ftool_handle_valid(t, h)) {
+    if (!h || !h->data1 || h->data2 != (void*)t) {
         return;
     }
-    uint64_t gen = (uint64_t)h->data3 >> 1;
-    if ((h->data3 & 1) == HANDLE_DEFERRED) {
-        ftool_timer_stop(t, h->data1, gen);
-    } else {
-        ftask* task = h->data1;
-        ftool_task_remove(t, task);
-        ++task->gen;
-        fpool_put(&t->task_pool, task);
-    }
+    handle_end(t, h, (uint64_t)h->data3 >> 1);
     h->data1 = NULL;
+}
+
+void ftool_handle_drop(FutoInAsyncTool* t, const FutoInHandle* h)
+{
+    handle_end(t, h, ((uint64_t)h->data3 >> 1) + 1);
 }
 
 /* ---- cross-thread posts ---- */
@@ -630,9 +652,12 @@ static inline void task_run(FutoInAsyncTool* t, ftask* task)
     if (task->pooled) {
         void (*cb)(void*) = task->cb;
         void* data = task->data;
-        ++task->gen;
+        const int mine = fgen_claim(&task->gen, fgen_get(&task->gen));
+        fgen_next(&task->gen);
         fpool_put(&t->task_pool, task);
-        cb(data);
+        if (mine) { /* else another thread's cancel came first */
+            cb(data);
+        }
     } else {
         task->cb(task->data);
     }
@@ -733,11 +758,11 @@ int futoin_tool_run_one(FutoInAsyncTool* t)
         ran = 1;
         run_urgent(t); /* a failed branch's parallel handlers */
     } else if (tm) {
-        heap_remove(t, tm);
-        void (*cb)(void*) = tm->cb;
-        void* data = tm->data;
-        ftimer_release(t, tm);
-        cb(data);
+        void (*cb)(void*);
+        void* data;
+        if (timer_take(t, tm, &cb, &data)) {
+            cb(data);
+        }
         ran = 1;
         run_urgent(t);
     }

@@ -53,22 +53,34 @@ static void remote_fire(void* data)
     }
 }
 
-/* the post, on the loop thread */
+/* the post, on the loop thread; the local handle is set before the record
+ * says armed, so a cancel() that sees it armed may read it */
 static void remote_arm(fpost* msg)
 {
     fremote* r = (fremote*)msg;
     uint64_t w = atomic_load(&r->word);
-    uint64_t posted = word_of(w >> 2, RM_POSTED);
-    if (!atomic_compare_exchange_strong(&r->word, &posted, word_of(w >> 2, RM_ARMED))) {
-        remote_recycle(r); /* cancelled before it got here */
-        return;
-    }
     FutoInAsyncTool* t = r->tool;
     r->local = ftool_schedule(t, r->delay_ms, r, remote_fire);
     if (!r->local.data1) {
         atomic_store(&r->word, word_of(w >> 2, RM_DONE));
         remote_recycle(r);
+        return;
     }
+    uint64_t posted = word_of(w >> 2, RM_POSTED);
+    if (!atomic_compare_exchange_strong(&r->word, &posted, word_of(w >> 2, RM_ARMED))) {
+        ftool_handle_cancel(t, &r->local); /* cancelled before it got here */
+        remote_recycle(r);
+    }
+}
+
+/* the post of a cancel() from another thread that claimed the armed local
+ * handle (remote_fire() never runs for it): the local one leaves its queue or
+ * heap, the record goes back */
+static void remote_drop(fpost* msg)
+{
+    fremote* r = (fremote*)msg;
+    ftool_handle_drop(r->tool, &r->local);
+    remote_recycle(r);
 }
 
 FutoInHandle ftool_remote_schedule(FutoInAsyncTool* t, int64_t delay_ms, void* data, void (*cb)(void*))
@@ -122,6 +134,27 @@ int ftool_remote_valid(const FutoInHandle* h)
     return (w >> 2) == (uint64_t)h->data3 && (state == RM_POSTED || state == RM_ARMED);
 }
 
+/* cancelled from another thread while armed on the loop: nor does its
+ * timer stay armed until the deadline (run() would wait for it). The local
+ * handle is read under the lock while the record is still this use's
+ * (remote_fire() recycles it if the loop took it first; a record goes back
+ * in use only through the lock) */
+static void remote_cancel_armed(FutoInAsyncTool* t, fremote* r, uint64_t gen)
+{
+    FutoInHandle local = {NULL, NULL, 0};
+    pthread_mutex_lock(&t->lock);
+    if (atomic_load(&r->word) == word_of(gen, RM_DONE)) {
+        local = r->local;
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (local.data1 && fgen_claim(handle_gen(&local), (uint64_t)local.data3 >> 1)) {
+        /* remote_fire() never runs: the post recycles the record (its post
+         * is free again, remote_arm() ran) */
+        r->msg.fn = remote_drop;
+        ftool_post(t, &r->msg);
+    }
+}
+
 void ftool_remote_cancel(FutoInAsyncTool* t, FutoInHandle* h)
 {
     fremote* r = h->data1;
@@ -134,6 +167,8 @@ void ftool_remote_cancel(FutoInAsyncTool* t, FutoInHandle* h)
                 /* its callback goes now, not at its deadline */
                 ftool_handle_cancel(t, &r->local);
                 remote_recycle(r);
+            } else if (state == RM_ARMED) {
+                remote_cancel_armed(t, r, gen);
             }
             return; /* else its post or its callback finds it done and recycles it */
         }
@@ -149,4 +184,44 @@ void ftool_remote_release(FutoInAsyncTool* t)
         r = next;
     }
     t->remote_all = t->remote_free = NULL;
+}
+
+/* ---- handles the loop thread made, from another thread ---- */
+
+typedef struct fdrop
+{
+    fpost msg; /* first: freed as a post */
+    FutoInHandle h;
+} fdrop;
+
+static void post_drop(fpost* msg)
+{
+    fdrop* d = (fdrop*)msg;
+    ftool_handle_drop(d->h.data2, &d->h);
+}
+
+int ftool_handle_valid_off_loop(FutoInAsyncTool* t, const FutoInHandle* h)
+{
+    return h && h->data1 && h->data2 == (void*)t && fgen_get(handle_gen(h)) == (uint64_t)h->data3 >> 1;
+}
+
+/* claimed here, so its callback does not start after this (it may be
+ * running on the loop thread already); a post takes it off the queue or
+ * heap, else (out of memory) the loop drops it when it gets to it */
+void ftool_handle_cancel_off_loop(FutoInAsyncTool* t, FutoInHandle* h)
+{
+    if (!h || !h->data1 || h->data2 != (void*)t) {
+        return;
+    }
+    const FutoInHandle mine = *h;
+    h->data1 = NULL;
+    if (!fgen_claim(handle_gen(&mine), (uint64_t)mine.data3 >> 1)) {
+        return; /* it ran, or was cancelled */
+    }
+    fdrop* d = ftn_calloc(sizeof(*d));
+    if (d) {
+        d->msg.fn = post_drop;
+        d->h = mine;
+        ftool_post(t, &d->msg);
+    }
 }

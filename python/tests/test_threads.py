@@ -402,6 +402,48 @@ def test_handle_cancel_from_another_thread_drops_the_callback():
     assert not h2.is_valid()
 
 
+def test_a_deferred_cancelled_from_another_thread_leaves_the_tool():
+    # it stayed armed until its deadline (fired into nothing), so run() of a
+    # real-time tool waited for it: here the virtual clock moved an hour on
+    tool = Tool(virtual_time=True)
+    fired = []
+    h = tool.deferred(3_600_000, lambda: fired.append("cancelled"))
+    worker(h.cancel).join()
+    assert not h.is_valid()
+    tool.run()
+    assert tool.now() == 0
+    assert tool.next_delay() == -1
+    assert fired == []
+    del h
+    gc.collect()
+
+
+def test_handles_cancelled_from_threads_while_the_loop_fires_them():
+    # each callback runs at most once, none after its cancel() returned,
+    # and every cancelled timer leaves the tool
+    tool = Tool()
+    ran = []
+    handles = [tool.immediate(lambda i=i: ran.append(i)) for i in range(300)]
+    hours = [tool.deferred(3_600_000, lambda: ran.append("hour")) for _ in range(300)]
+    done = threading.Event()
+
+    def cancel_all():
+        for h in handles + hours:
+            h.cancel()
+        done.set()
+
+    t = worker(cancel_all)
+    while not done.is_set():
+        tool.iterate()
+    t.join()
+    tool.iterate()
+    assert "hour" not in ran
+    assert len(ran) == len(set(ran))
+    assert tool.next_delay() == -1
+    del handles, hours
+    gc.collect()
+
+
 def test_tool_schedules_from_another_thread_as_the_cpp_reference():
     # internal_loop/immediate, defer, immediate_cancel of the C++ reference:
     # another thread schedules and cancels on the tool (it was a RuntimeError)

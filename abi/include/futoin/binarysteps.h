@@ -208,9 +208,10 @@ struct FutoInAsyncStepsAPI_
                     uint32_t delay_ms,
                     void* data,
                     void (*cb)(void* data));
-            /* Index 22: cancel; safe after the callback ran (loop thread; a
-             * handle made on another thread: any thread, its callback
-             * never runs after this returns). */
+            /* Index 22: cancel; safe after the callback ran (any thread:
+             * the callback does not start after this returns, though from
+             * another thread it may be running on the loop thread already;
+             * the loop lets go of a cancelled timer at its next turn). */
             void (*sched_cancel)(FutoInAsyncSteps* bsi, FutoInHandle* handle);
             /* Index 23: 1 while still scheduled (as index 22). */
             int (*sched_is_valid)(FutoInAsyncSteps* bsi, FutoInHandle* handle);

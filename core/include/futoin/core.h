@@ -193,9 +193,10 @@ FUTOIN_API int futoin_abi_version(void);
  * another one than the loop thread, it has memory of its own (the tool's
  * pool is the loop thread's); its steps are added and run on the loop
  * thread as any root's. From another thread, the slots that build or
- * schedule (add(), parallel(), the loops, addSync(), execute(), sched_*)
- * are reported on stderr and ignored; success(), handle_error(), cancel()
- * and free() go to the loop thread as posts. */
+ * run a flow (add(), parallel(), the loops, addSync(), execute()) are
+ * reported on stderr and ignored; success(), handle_error(), cancel()
+ * and free() go to the loop thread as posts, and the scheduler slots
+ * (sched_*) work from any thread as the C++ reference's AsyncTool. */
 FUTOIN_API FutoInAsyncSteps* futoin_steps_new(FutoInAsyncTool* tool);
 /* Run the first burst of an executed root now, on the loop thread, the way
  * the JS reference's execute() does; the ABI execute() only schedules. Does

@@ -2271,7 +2271,8 @@ typedef struct deferred
     int orphan; /* its capsule or Handle is gone: the timer frees it */
     int firing; /* func runs: whoever lets go of it meanwhile leaves it to fire() */
     int remote;  /* scheduled from another thread: its handle cancels from any thread */
-    int in_core; /* cancelled where the core could not drop it: fire() still comes */
+    int in_core; /* cancelled off the loop thread: fire() may still come (the loop took it first) */
+    int posted;  /* deferred_after_cancel() is to come: it lets go of d */
     ToolObject* owner; /* a Tool's: on its pending list while func is set (or in_core) */
     struct deferred* next;
     struct deferred* prev;
@@ -2316,7 +2317,7 @@ static void deferred_fire(void* data)
     Py_XDECREF(ctx);
     d->firing = 0;
     d->in_core = 0;
-    if (d->orphan) {
+    if (d->orphan && !d->posted) {
         PyMem_Free(d);
     }
     PyErr_Clear();
@@ -2327,11 +2328,29 @@ static void deferred_fire(void* data)
  * (or with its tool) while pending or firing */
 static void deferred_let_go(deferred* d)
 {
-    if (d->func || d->firing || d->in_core) {
+    if (d->func || d->firing || d->in_core || d->posted) {
         d->orphan = 1;
     } else {
         PyMem_Free(d);
     }
+}
+
+/* posted by a cancel from another thread, so it runs on the loop thread
+ * after the core dropped the timer or immediate: fire() came before (the
+ * loop took it first) or never will */
+static void deferred_after_cancel(void* data)
+{
+    deferred* d = data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    d->posted = 0;
+    if (d->in_core) {
+        d->in_core = 0;
+        deferred_unlink(d);
+    }
+    if (d->orphan && !d->firing) {
+        PyMem_Free(d);
+    }
+    PyGILState_Release(g);
 }
 
 /* drop the callback if it has not run (harmless after); `via`: a live
@@ -2342,12 +2361,19 @@ static void deferred_cancel(deferred* d, FutoInAsyncSteps* via)
         int in_core = !d->remote && !via->api->is_same_thread(via);
         if (!in_core) {
             via->api->sched_cancel(via, &d->h);
+        } else if (d->owner && futoin_tool_post(d->owner->tool, deferred_after_cancel, d) == 0) {
+            /* the core takes it off its queue or heap (its callback may be
+             * on its way already); the post settles which (the GIL keeps it
+             * behind this) */
+            d->posted = 1;
+            via->api->sched_cancel(via, &d->h);
         }
         Py_CLEAR(d->func);
         Py_CLEAR(d->ctx);
         if (in_core) {
-            /* made on the loop thread: it fires into nothing, and stays on
-             * its tool's list, freed with the tool if that goes first */
+            /* made on the loop thread: until the post (or with its tool if
+             * that goes first) it stays on its tool's list, and a fire()
+             * runs nothing */
             d->in_core = 1;
         } else {
             deferred_unlink(d);
@@ -3898,8 +3924,8 @@ static void tool_drop_pending(ToolObject* self)
         Py_CLEAR(d->func);
         Py_CLEAR(d->ctx);
         d->in_core = 0; /* the core drops its timers with the tool */
-        if (d->orphan) {
-            PyMem_Free(d);
+        if (d->orphan && !d->posted) {
+            PyMem_Free(d); /* else deferred_after_cancel() does, from the tool's free() */
         }
     }
     if (self->sched) {
