@@ -60,17 +60,17 @@ typedef struct ftimer
     struct ftimer* next_free;
 } ftimer;
 
+/* a scheduler handle: data1 the task or timer, data2 the tool, data3 the
+ * generation << 1 | the kind */
+#define HANDLE_IMMEDIATE 0
+#define HANDLE_DEFERRED 1
+
 /* The generation of a user immediate or a timer, which its handle names:
  * even while that use lasts, odd once it ended (it ran, was cancelled or
  * stopped), even again back in its pool. Another thread's sched_cancel()
  * ends a use as the loop thread does, by claiming it with a
  * compare-and-swap, so exactly one of them wins: the callback runs only if
  * the loop did. The pools keep their memory while the tool lives. */
-/* a scheduler handle: data1 the task or timer, data2 the tool, data3 the
- * generation << 1 | the kind */
-#define HANDLE_IMMEDIATE 0
-#define HANDLE_DEFERRED 1
-
 static inline uint64_t fgen_get(const uint64_t* g)
 {
     return __atomic_load_n(g, __ATOMIC_ACQUIRE);
