@@ -2357,28 +2357,31 @@ static void deferred_after_cancel(void* data)
  * AsyncSteps of its tool */
 static void deferred_cancel(deferred* d, FutoInAsyncSteps* via)
 {
-    if (d->func) {
-        int in_core = !d->remote && !via->api->is_same_thread(via);
-        if (!in_core) {
-            via->api->sched_cancel(via, &d->h);
-        } else if (d->owner && futoin_tool_post(d->owner->tool, deferred_after_cancel, d) == 0) {
+    if (!d->func) {
+        return;
+    }
+    /* settled before the references go (their finalizers may let the loop
+     * thread run) */
+    PyObject* func = d->func;
+    PyObject* ctx = d->ctx;
+    d->func = d->ctx = NULL;
+    if (d->remote || via->api->is_same_thread(via)) {
+        via->api->sched_cancel(via, &d->h);
+        deferred_unlink(d);
+    } else {
+        /* made on the loop thread: until the post (or with its tool if that
+         * goes first) it stays on its tool's list, and a fire() runs nothing */
+        d->in_core = 1;
+        if (d->owner && futoin_tool_post(d->owner->tool, deferred_after_cancel, d) == 0) {
             /* the core takes it off its queue or heap (its callback may be
-             * on its way already); the post settles which (the GIL keeps it
-             * behind this) */
+             * on its way already); the post, behind this under the GIL,
+             * settles which */
             d->posted = 1;
             via->api->sched_cancel(via, &d->h);
         }
-        Py_CLEAR(d->func);
-        Py_CLEAR(d->ctx);
-        if (in_core) {
-            /* made on the loop thread: until the post (or with its tool if
-             * that goes first) it stays on its tool's list, and a fire()
-             * runs nothing */
-            d->in_core = 1;
-        } else {
-            deferred_unlink(d);
-        }
     }
+    Py_DECREF(func);
+    Py_XDECREF(ctx);
 }
 
 static void deferred_capsule_free(PyObject* cap)
