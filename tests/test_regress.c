@@ -588,10 +588,11 @@ static void* schedule_from_thread(void* arg)
     return NULL;
 }
 
-static void* alloc_handle(void* data)
+/* room for the handles a test keeps in its root's state */
+static void* alloc_handles(void* data)
 {
     (void)data;
-    return calloc(1, sizeof(FutoInHandle));
+    return calloc(4, sizeof(FutoInHandle));
 }
 
 static void free_handle(void* data, void* value)
@@ -604,7 +605,7 @@ static void a_thread_schedules_on_the_tool(void** state)
 {
     (void)state;
     FutoInAsyncSteps* as = g_fx.root;
-    FutoInHandle* h4 = as->api->stateVariable(as, NULL, "h4", alloc_handle, free_handle);
+    FutoInHandle* h4 = as->api->stateVariable(as, NULL, "h4", alloc_handles, free_handle);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, schedule_from_thread, as), 0);
     assert_int_equal(pthread_join(th, NULL), 0);
@@ -633,12 +634,6 @@ static void* cancel_from_thread(void* arg)
     r->api->sched_cancel(r, &h[3]); /* ran already: nothing to do */
     g_seen_valid[4] = r->api->sched_is_valid(r, &h[2]);
     return NULL;
-}
-
-static void* alloc_handles(void* data)
-{
-    (void)data;
-    return calloc(4, sizeof(FutoInHandle));
 }
 
 /* handles the loop thread made, cancelled from another thread: they were
