@@ -638,7 +638,7 @@ void futoin_tool_set_hooks(FutoInAsyncTool* t, const FutoInLoopHooks* hooks)
         t->hooks = *hooks;
         t->has_hooks = 1;
         t->armed_delay = -2;
-    t->armed_deadline = UINT64_MAX;
+        t->armed_deadline = UINT64_MAX;
         ftool_rearm(t);
     } else {
         memset(&t->hooks, 0, sizeof(t->hooks));
