@@ -82,6 +82,13 @@ static const char* error_info(FutoInAsyncSteps* bsi)
     return (const char*)bsi->api->stateVariable(bsi, NULL, "error_info", NULL, NULL);
 }
 
+/* stateVariable() cleanup of a value its allocator got from malloc() */
+static void state_free(void* data, void* value)
+{
+    (void)data;
+    free(value);
+}
+
 /* unhandled-error callback that records the code and info */
 static void on_unhandled(FutoInAsyncSteps* bsi, void* data, const char* code)
 {

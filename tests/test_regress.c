@@ -595,17 +595,11 @@ static void* alloc_handles(void* data)
     return calloc(4, sizeof(FutoInHandle));
 }
 
-static void free_handle(void* data, void* value)
-{
-    (void)data;
-    free(value);
-}
-
 static void a_thread_schedules_on_the_tool(void** state)
 {
     (void)state;
     FutoInAsyncSteps* as = g_fx.root;
-    FutoInHandle* h4 = as->api->stateVariable(as, NULL, "h4", alloc_handles, free_handle);
+    FutoInHandle* h4 = as->api->stateVariable(as, NULL, "h4", alloc_handles, state_free);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, schedule_from_thread, as), 0);
     assert_int_equal(pthread_join(th, NULL), 0);
@@ -617,9 +611,6 @@ static void a_thread_schedules_on_the_tool(void** state)
     assert_trace("immediate from a thread|deferred from a thread");
 }
 
-/* handles the loop thread made, cancelled from another thread: they were
- * reported and kept (the C++ reference's AsyncTool::cancel() takes any
- * thread, as Python's Handle.cancel()) */
 static int g_seen_valid[5];
 
 static void* cancel_from_thread(void* arg)
@@ -643,7 +634,7 @@ static void another_thread_cancels_what_the_loop_scheduled(void** state)
 {
     (void)state;
     FutoInAsyncSteps* as = g_fx.root;
-    FutoInHandle* h = as->api->stateVariable(as, NULL, "handles", alloc_handles, free_handle);
+    FutoInHandle* h = as->api->stateVariable(as, NULL, "handles", alloc_handles, state_free);
     FutoInHandle ran = as->api->sched_immediate(as, "ran before", x_trace);
     futoin_tool_iterate(g_fx.tool, 1);
     h[0] = as->api->sched_immediate(as, "cancelled immediate", x_trace);
@@ -687,7 +678,7 @@ static void a_timer_another_thread_set_and_cancelled_does_not_linger(void** stat
 {
     (void)state;
     FutoInAsyncSteps* as = g_fx.root;
-    (void)as->api->stateVariable(as, NULL, "handles", alloc_handles, free_handle);
+    (void)as->api->stateVariable(as, NULL, "handles", alloc_handles, state_free);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, schedule_an_hour_from_thread, as), 0);
     assert_int_equal(pthread_join(th, NULL), 0);

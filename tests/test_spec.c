@@ -313,15 +313,9 @@ static void* alloc_int(void* data)
     return calloc(1, sizeof(int));
 }
 
-static void free_int(void* data, void* value)
-{
-    (void)data;
-    free(value);
-}
-
 static int* state_int(FutoInAsyncSteps* bsi, const char* name)
 {
-    return bsi->api->stateVariable(bsi, NULL, name, alloc_int, free_int);
+    return bsi->api->stateVariable(bsi, NULL, name, alloc_int, state_free);
 }
 
 static void s33_p1(FutoInAsyncSteps* bsi, void* d, const FutoInArgs* a)

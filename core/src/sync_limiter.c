@@ -138,11 +138,6 @@ fthrottle* flimiter_throttle(FutoInSync* sync)
     return &((flimiter*)sync)->throttle;
 }
 
-int flimiter_timer_pending(const FutoInSync* sync)
-{
-    return fthrottle_period_pending(&((const flimiter*)sync)->throttle);
-}
-
 void flimiter_stats(const FutoInSync* sync, FutoInSyncStats* stats)
 {
     const flimiter* l = (const flimiter*)sync;

@@ -172,18 +172,8 @@ void futoin_sync_free(FutoInSync* sync)
 
 int futoin_sync_timer_pending(const FutoInSync* sync)
 {
-    const fsync_base* b = fsync_builtin((FutoInSync*)sync);
-    if (!b) {
-        return 0;
-    }
-    switch (b->kind) {
-    case FSYNC_THROTTLE:
-        return fthrottle_period_pending((const fthrottle*)b);
-    case FSYNC_LIMITER:
-        return flimiter_timer_pending(sync);
-    default:
-        return 0;
-    }
+    const fthrottle* t = fthrottle_of((FutoInSync*)sync);
+    return t && fthrottle_period_pending(t);
 }
 
 int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* stats)

@@ -123,7 +123,8 @@ int fthrottle_period_pending(const fthrottle* t)
     return t->timer != NULL || t->host_period;
 }
 
-static fthrottle* throttle_of(FutoInSync* sync)
+/* the Throttle of a Throttle or Limiter of this library, else NULL */
+fthrottle* fthrottle_of(FutoInSync* sync)
 {
     fsync_base* b = fsync_builtin(sync);
     if (!b) {
@@ -135,7 +136,7 @@ static fthrottle* throttle_of(FutoInSync* sync)
 int futoin_sync_set_period_hook(
         FutoInSync* sync, int (*start)(void* data, FutoInSync* sync, uint32_t period_ms), void* data)
 {
-    fthrottle* t = throttle_of(sync);
+    fthrottle* t = fthrottle_of(sync);
     if (!t) {
         return -1;
     }
@@ -146,7 +147,7 @@ int futoin_sync_set_period_hook(
 
 int futoin_sync_period_end(FutoInSync* sync)
 {
-    fthrottle* t = throttle_of(sync);
+    fthrottle* t = fthrottle_of(sync);
     if (!t || !t->host_period) {
         return 0;
     }

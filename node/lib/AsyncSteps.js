@@ -539,7 +539,7 @@ const TOOL_TIMEOUTS = new Map();
 const fakeTimerCheck = (name, clearName, nodeFn) => {
     let seen = nodeFn;
     let fake = false;
-    const check = () => {
+    return () => {
         const fn = globalThis[name];
         if (fn === nodeFn) {
             return false;
@@ -557,7 +557,6 @@ const fakeTimerCheck = (name, clearName, nodeFn) => {
         }
         return fake;
     };
-    return check;
 };
 
 const timersMocked = fakeTimerCheck('setTimeout', 'clearTimeout', NODE_SET_TIMEOUT);

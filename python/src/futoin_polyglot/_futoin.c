@@ -3780,7 +3780,8 @@ typedef struct HandleObject
 
 static PyTypeObject HandleType;
 
-/* the tool's scheduling root (its scheduler slots post from another thread) */
+/* the tool's scheduling root: its scheduler slots work from any thread, as
+ * the C++ reference's AsyncTool (posted from another one) */
 static FutoInAsyncSteps* tool_sched_root(ToolObject* self)
 {
     if (!self->sched) {
@@ -3792,15 +3793,6 @@ static FutoInAsyncSteps* tool_sched_root(ToolObject* self)
     return self->sched;
 }
 
-static FutoInAsyncSteps* tool_sched(ToolObject* self, const char* what)
-{
-    if (!tool_sched_root(self)) {
-        return NULL;
-    }
-    (void)what; /* from any thread, as the C++ reference's AsyncTool (posted from another one) */
-    return self->sched;
-}
-
 static PyObject* tool_schedule(ToolObject* self, int64_t delay_ms, PyObject* func, const char* what)
 {
     if (!PyCallable_Check(func)) {
@@ -3809,7 +3801,7 @@ static PyObject* tool_schedule(ToolObject* self, int64_t delay_ms, PyObject* fun
     if (is_async_def(func)) {
         return PyErr_Format(PyExc_TypeError, "%s() got an async def: the tool never awaits it", what);
     }
-    FutoInAsyncSteps* sched = tool_sched(self, what);
+    FutoInAsyncSteps* sched = tool_sched_root(self);
     if (!sched) {
         return NULL;
     }
