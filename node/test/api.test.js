@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, IMPL, runFlow, deferred, onTestTool, T } = require('./helpers');
+const { $as, IMPL, isPolyglot, runFlow, deferred, onTestTool, T } = require('./helpers');
 
 test('root methods chain: each returns the root', () => {
     const root = $as();
@@ -778,6 +778,30 @@ test('copyFrom() of a root itself doubles its steps', T, async () => {
         r.execute();
     });
     assert.deepStrictEqual(seen, ['step', 'step']);
+});
+
+test('copyFrom() of a running root or of a step interface, as the README says', T, async () => {
+    const seen = [];
+    const r = $as();
+    r.state.a = 1;
+    await new Promise((resolve) => {
+        r.add((as) => {
+            const m = $as();
+            m.copyFrom(r); // its steps after this one are in the engine here
+            m.add((as) => seen.push(`copy a=${as.state.a}`));
+            m.execute();
+            if (isPolyglot) {
+                assert.throws(() => $as().copyFrom(as), (e) => e instanceof TypeError &&
+                    /copyFrom\(\) expects an AsyncSteps model/.test(e.message));
+            }
+        }).add((as) => {
+            seen.push('b');
+            resolve();
+        });
+        r.execute();
+    });
+    // the reference's copy also ran 'b', a step of the running root
+    assert.deepStrictEqual(seen, isPolyglot ? ['copy a=1', 'b'] : ['b', 'copy a=1', 'b']);
 });
 
 test('the package loaded again (require.cache cleared) leaves the first instance working', T, () => {
