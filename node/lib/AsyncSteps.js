@@ -871,7 +871,9 @@ const goOn = (root, ran) => {
         const more = reg.SH[SH_MORE];
         if ((more & MORE_PAR_FAILED) !== 0) {
             parallelHandlersNow(root);
-            if (!root._test) {
+            // what its handlers left: in a setImmediate() of its own, queued
+            // now, as futoin-asyncsteps' callImmediate() there
+            if (!root._test && !resumeLater(root)) {
                 reg.armImmediate();
             }
             return;

@@ -341,6 +341,35 @@ test('a branch failing after its await() settles: the parallel\'s handler runs i
         assert.deepStrictEqual(order, ['fail', 'handled E3', 'event', 'next']);
     });
 
+test('the steps after that handler go on in a setImmediate() of their own, ahead of those queued after it', T,
+    async () => {
+        // as futoin-asyncsteps' callImmediate() at the handler; ours waited
+        // for the last of its setImmediate() turns, behind another flow's
+        const order = [];
+        let other;
+        $as().add((as) => {
+            as.waitExternal();
+            other = as;
+        }).add((as) => order.push('other flow')).execute();
+        const done = deferred();
+        $as().add((as) => {
+            as.parallel((as, err) => {
+                order.push(`handled ${err}`);
+                as.success();
+                queueMicrotask(() => {
+                    setImmediate(() => order.push('immediate'));
+                    other.success();
+                });
+            }).add((as) => {
+                as.await(Promise.resolve(1));
+                as.add((as) => as.error('E3'));
+            });
+        }).add((as) => order.push('next')).execute();
+        setImmediate(() => setImmediate(() => setImmediate(done.resolve)));
+        await done.promise;
+        assert.deepStrictEqual(order, ['handled E3', 'next', 'immediate', 'other flow']);
+    });
+
 test('under AsyncToolTest too: the parallel\'s handler without an event, the steps after it at a later one', T,
     async () => {
         await onTestTool(async (AT) => {
