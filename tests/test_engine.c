@@ -610,6 +610,34 @@ static void timeout_handlers_run_in_the_timer_turn_the_next_steps_later(void** s
     assert_trace("recover:Timeout|next|wait|par:Timeout|last");
 }
 
+/* each flow that left steps after a step timeout's handlers, in the order
+ * it did, for a host that goes on with each in an event of its own; a
+ * freed flow is off that list */
+static void each_flow_left_steps_after_its_timeout_is_taken_in_order(void** state)
+{
+    (void)state;
+    FutoInAsyncTool* t = g_fx.tool;
+    FutoInAsyncSteps* r[3];
+    for (int i = 0; i < 3; ++i) {
+        r[i] = i ? futoin_steps_new(t) : g_fx.root;
+        r[i]->api->add(r[i], NULL, f_timed, eh_recover);
+        r[i]->api->add(r[i], "next", f_trace, NULL);
+        r[i]->api->execute(r[i], NULL, on_unhandled);
+    }
+    futoin_tool_iterate(t, 0);
+    assert_null(futoin_tool_take_deferred_root(t));
+    futoin_tool_iterate(t, 0); /* the clock moves to the deadline: three handlers */
+    assert_trace("recover:Timeout|recover:Timeout|recover:Timeout");
+    r[1]->api->free(r[1]);
+    assert_ptr_equal(futoin_tool_take_deferred_root(t), r[0]);
+    assert_ptr_equal(futoin_tool_take_deferred_root(t), r[2]);
+    assert_null(futoin_tool_take_deferred_root(t));
+    assert_int_equal(futoin_tool_take_deferred(t), 1);
+    assert_int_equal(futoin_tool_run(t), 0);
+    assert_trace("recover:Timeout|recover:Timeout|recover:Timeout|next|next");
+    r[2]->api->free(r[2]);
+}
+
 static int g_owner_asked;
 static int g_owner_taken;
 static uint32_t g_owner_branch;
@@ -2394,6 +2422,7 @@ int main(void)
             T(take_error_crossed_tells_the_first_handler_past_the_branch),
             T(iterate_timers_runs_a_timeout_and_its_parallel_handlers_only),
             T(timeout_handlers_run_in_the_timer_turn_the_next_steps_later),
+            T(each_flow_left_steps_after_its_timeout_is_taken_in_order),
             T(timeout_of_the_burst_owner_goes_on_in_the_timer_turn),
             T(branch_ended_by_handlers_ends_in_a_turn_of_its_own),
             T(execute_key_runs_the_strand_its_handlers_left),

@@ -199,6 +199,8 @@ struct FutoInAsyncTool_
     int host_bursts;      /* futoin_tool_set_host_bursts() */
     struct fstrand* host_cont; /* the strand host_done() goes on with */
     int deferred; /* futoin_tool_take_deferred() */
+    struct fflow* defer_head; /* the flows that set it, oldest first (futoin_tool_take_deferred_root()) */
+    struct fflow* defer_tail;
     int eh_run;   /* a run of the handlers of an error from outside (a burst of 0): what yields is after_eh */
     struct fstrand* owner_cont; /* yielded after a step timeout's handlers, owns the burst: goes on at once */
     /* futoin_tool_set_burst_owner() */
@@ -276,6 +278,10 @@ FTN_HIDDEN void ftool_run_due_timers(FutoInAsyncTool* t, uint64_t now);
 FTN_HIDDEN void ftool_rearm(FutoInAsyncTool* t);
 
 FTN_HIDDEN FutoInHandle ftool_immediate(FutoInAsyncTool* t, void* data, void (*cb)(void*));
+/* fl left steps for a later turn (futoin_tool_take_deferred_root()); and
+ * off that list again (a flow freed) */
+FTN_HIDDEN void ftool_defer_link(FutoInAsyncTool* t, struct fflow* fl);
+FTN_HIDDEN void ftool_defer_unlink(FutoInAsyncTool* t, struct fflow* fl);
 FTN_HIDDEN FutoInHandle ftool_deferred(
         FutoInAsyncTool* t, uint32_t delay_ms, void* data, void (*cb)(void*));
 FTN_HIDDEN void ftool_handle_cancel(FutoInAsyncTool* t, FutoInHandle* h);
@@ -495,6 +501,9 @@ typedef struct fflow
     const void* le_seen_p;
     uint8_t le_fresh; /* futoin_steps_last_exception_mark(bsi, 1) */
     uint32_t err_gen; /* futoin_steps_error_gen(): error_info or last_exception changed */
+    struct fflow* defer_prev; /* on its tool's defer list (in_defer) */
+    struct fflow* defer_next;
+    uint8_t in_defer;
 } fflow;
 
 FTN_HIDDEN extern const FutoInAsyncStepsAPI ftn_steps_api;

@@ -217,6 +217,7 @@ static void strand_yield(fstrand* st)
             t->owner_cont = st;
         } else {
             t->deferred = 1;
+            ftool_defer_link(t, st->flow);
         }
     } else if (t->eh_run) {
         st->after_eh = 1;
@@ -1562,6 +1563,7 @@ void feng_flow_free(fflow* fl)
     if (t->owner_cont && t->owner_cont->flow == fl) {
         t->owner_cont = NULL;
     }
+    ftool_defer_unlink(t, fl);
     fl->next_free = t->free_flows;
     t->free_flows = fl;
     /* the last of a freed tool's: it goes now */

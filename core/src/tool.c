@@ -866,7 +866,55 @@ int futoin_tool_take_deferred(FutoInAsyncTool* t)
         return 0;
     }
     t->deferred = 0;
+    while (t->defer_head) {
+        ftool_defer_unlink(t, t->defer_head);
+    }
     return 1;
+}
+
+void ftool_defer_link(FutoInAsyncTool* t, fflow* fl)
+{
+    if (fl->in_defer) {
+        return;
+    }
+    fl->in_defer = 1;
+    fl->defer_next = NULL;
+    fl->defer_prev = t->defer_tail;
+    if (t->defer_tail) {
+        t->defer_tail->defer_next = fl;
+    } else {
+        t->defer_head = fl;
+    }
+    t->defer_tail = fl;
+}
+
+void ftool_defer_unlink(FutoInAsyncTool* t, fflow* fl)
+{
+    if (!fl->in_defer) {
+        return;
+    }
+    fl->in_defer = 0;
+    if (fl->defer_prev) {
+        fl->defer_prev->defer_next = fl->defer_next;
+    } else {
+        t->defer_head = fl->defer_next;
+    }
+    if (fl->defer_next) {
+        fl->defer_next->defer_prev = fl->defer_prev;
+    } else {
+        t->defer_tail = fl->defer_prev;
+    }
+    fl->defer_prev = fl->defer_next = NULL;
+}
+
+FutoInAsyncSteps* futoin_tool_take_deferred_root(FutoInAsyncTool* t)
+{
+    fflow* fl = t ? t->defer_head : NULL;
+    if (!fl) {
+        return NULL;
+    }
+    ftool_defer_unlink(t, fl);
+    return &fl->base.iface;
 }
 
 int futoin_tool_has_ready(FutoInAsyncTool* t)

@@ -2864,8 +2864,19 @@ const turnDrains = (test) => {
     }
 };
 
+/* C's turn left the steps after a step timeout's handlers of the running
+ * root with handle h (false: of no flow it names): they go on in a
+ * setImmediate() of their own, queued now, as futoin-asyncsteps'
+ * callImmediate() there; else in our shared turn */
+const deferFlow = (h) => {
+    const root = h === false ? undefined : ROOTS[h & SLOT_MASK];
+    if (root === undefined || root._h !== h || root._test || !resumeLater(root)) {
+        reg.armImmediate();
+    }
+};
+
 reg.initShared(N.init(onStep, onError, onCancel, onFinish, onCall, turnDrains, onWake, isProduction, HOST_ARGS,
-    reg.armImmediate));
+    deferFlow));
 LIVE = reg.LIVE;
 GENS = reg.GENS;
 reg.drainHost = drainHost;

@@ -48,16 +48,15 @@ static void run_iterate(jsenv* e, int mode)
     napi_close_handle_scope(env, hs);
 }
 
-/* fn(test) of lib/AsyncSteps.js, which catches user code itself */
-static void call_dispatch(jsenv* e, napi_ref fn, int test)
+/* fn(arg) of lib/AsyncSteps.js, which catches user code itself */
+static void call_lib(jsenv* e, napi_ref fn, napi_value arg)
 {
     napi_env env = e->env;
-    napi_value f, undef, arg, ret;
+    napi_value f, undef, ret;
     if (napi_get_reference_value(env, fn, &f) != napi_ok || !f) {
         return;
     }
     napi_get_undefined(env, &undef);
-    napi_get_boolean(env, test, &arg);
     jsenv* prev = js_env_switch(js_env_first()); /* as call_js() */
     napi_status st = napi_call_function(env, undef, f, 1, &arg, &ret);
     js_env_switch(prev);
@@ -67,6 +66,33 @@ static void call_dispatch(jsenv* e, napi_ref fn, int test)
         if (napi_get_and_clear_last_exception(env, &exc) == napi_ok) {
             jd_lib_exception(e, exc);
         }
+    }
+}
+
+/* fn(test) */
+static void call_dispatch(jsenv* e, napi_ref fn, int test)
+{
+    napi_value arg;
+    if (napi_get_boolean(e->env, test, &arg) == napi_ok) {
+        call_lib(e, fn, arg);
+    }
+}
+
+/* a step timeout's handlers ran: the steps after them go on through a
+ * setImmediate() of their flow's own, queued now flow after flow (SH_IMM),
+ * behind those queued meanwhile, as the JS library's callImmediate() */
+static void defer_flows(jsenv* e)
+{
+    FutoInAsyncSteps* r;
+    while ((r = futoin_tool_take_deferred_root(e->tool)) != NULL) {
+        const jroot* jr = futoin_steps_host_data(r);
+        napi_value h;
+        if (jr && jh_new_id(e, jr->slot, &h) == napi_ok) {
+            call_lib(e, e->f_defer, h);
+        }
+    }
+    if (futoin_tool_take_deferred(e->tool)) {
+        call_dispatch(e, e->f_defer, 0); /* what no flow of ours took */
     }
 }
 
@@ -122,12 +148,7 @@ static void turn(jsenv* e, int mode)
             futoin_tool_iterate_ready(e->tool, 0);
         }
         drain_host(e, e->tool);
-        if (futoin_tool_take_deferred(e->tool)) {
-            /* a step timeout's handlers ran: the steps after them go on
-             * through a setImmediate() (SH_IMM), behind those queued
-             * meanwhile, as the JS library's callImmediate() */
-            call_dispatch(e, e->f_defer, 0);
-        }
+        defer_flows(e);
         if (e->turn_steps >= 100 || !futoin_tool_has_ready(e->tool) || e->sh[SH_IMM] || mode == TURN_TIMERS) {
             break; /* SH_IMM: a flow completed from outside waits for its setImmediate() */
         }

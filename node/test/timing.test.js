@@ -650,6 +650,32 @@ test('after a step timeout\'s handler, the next step runs after the setImmediate
         assert.deepStrictEqual(order, ['handled Timeout', 'immediate', 'next']);
     });
 
+test('after a step timeout\'s handler, the next step runs ahead of the setImmediate() callbacks and flows queued after the handler', T,
+    async () => {
+        // as futoin-asyncsteps' callImmediate() at the handler; ours went on
+        // in a turn shared by every flow, behind the last of them
+        const order = [];
+        let other;
+        $as().add((as) => {
+            as.waitExternal();
+            other = as;
+        }).add((as) => order.push('other flow')).execute();
+        const done = deferred();
+        $as().add((as) => {
+            as.add((as) => as.setTimeout(1), (as, err) => {
+                order.push(`handled ${err}`);
+                as.add((as) => order.push('handler step'));
+                queueMicrotask(() => {
+                    setImmediate(() => order.push('immediate'));
+                    other.success();
+                });
+            });
+            as.add((as) => order.push('next'));
+        }).add((as) => setImmediate(() => setImmediate(done.resolve))).execute();
+        await done.promise;
+        assert.deepStrictEqual(order, ['handled Timeout', 'handler step', 'next', 'immediate', 'other flow']);
+    });
+
 test('after a step timeout\'s handler, the steps of the flow that went on last from its own event go on inside the timer\'s callback, as futoin-asyncsteps', T,
     async () => {
         // its step ran from its own turn (an external success()): it owns the

@@ -148,6 +148,11 @@ FUTOIN_API int futoin_tool_has_ready(FutoInAsyncTool* tool);
  * library goes on through callImmediate() there). A host whose turns run
  * ready work in rounds ends its turn there. */
 FUTOIN_API int futoin_tool_take_deferred(FutoInAsyncTool* tool);
+/* The root of the oldest flow that left steps so since the last call (taken
+ * off that list; NULL when none), before futoin_tool_take_deferred(), which
+ * forgets the rest: a host that goes on with each flow in an event of its
+ * own (the JS library's callImmediate() per flow) queues them in order. */
+FUTOIN_API FutoInAsyncSteps* futoin_tool_take_deferred_root(FutoInAsyncTool* tool);
 /* Runs exactly one event without blocking: the oldest ready immediate, or
  * else the earliest timer if it is due (in virtual time the clock moves to
  * it). Returns 1 when something ran. For test schedulers stepping through
