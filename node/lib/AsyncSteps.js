@@ -1695,9 +1695,11 @@ class AsyncSteps {
         if (this._running && !reg.finPending(this)) {
             if (!test && !draining[0] && N.readyNow()) {
                 // its next step is ready (a parallel ended): it goes on through
-                // a setImmediate() queued now, as futoin-asyncsteps'
+                // a setImmediate() of its own queued now, as futoin-asyncsteps'
                 // callImmediate() (inside a turn, that turn goes on with it)
-                reg.armImmediate();
+                if (!resumeLater(this)) {
+                    reg.armImmediate();
+                }
             }
             // it goes on later, from our loop turns: there its callbacks see
             // the AsyncLocalStorage stores of here, as a task's callbacks

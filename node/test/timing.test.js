@@ -1059,6 +1059,25 @@ test('the step after a parallel whose branches ended inside execute() comes befo
         assert.deepStrictEqual(order, ['branch', 'after', 'immediate', 'from nextTick']);
     });
 
+test('... and before another flow completed from outside after it', T, async () => {
+    // ours went on in a turn shared by every flow, behind the last of them
+    const order = [];
+    let other;
+    $as().add((as) => {
+        as.waitExternal();
+        other = as;
+    }).add((as) => order.push('other flow')).execute();
+    const root = $as();
+    root.parallel().add((as) => order.push('b1')).add((as) => order.push('b2'));
+    root.add((as) => order.push('after'));
+    const done = root.promise();
+    setImmediate(() => order.push('immediate'));
+    other.success();
+    await done;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepStrictEqual(order, ['b1', 'b2', 'after', 'immediate', 'other flow']);
+});
+
 test('a flow that never waits (an endless loop) does not starve step timeouts and Throttle periods', T, async () => {
     // as futoin-asyncsteps, whose bursts yield through setImmediate(): Node
     // runs its timers phase on every loop iteration
