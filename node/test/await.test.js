@@ -5,7 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, deferred, onTestTool, T } = require('./helpers');
+const { $as, runFlow, deferred, onTestTool, otherFlow, T } = require('./helpers');
 
 /* a first step that lets promise reactions run before the next step */
 const tick = (as) => {
@@ -346,11 +346,7 @@ test('the steps after that handler go on in a setImmediate() of their own, ahead
         // as futoin-asyncsteps' callImmediate() at the handler; ours waited
         // for the last of its setImmediate() turns, behind another flow's
         const order = [];
-        let other;
-        $as().add((as) => {
-            as.waitExternal();
-            other = as;
-        }).add((as) => order.push('other flow')).execute();
+        const completeOther = otherFlow(order);
         const done = deferred();
         $as().add((as) => {
             as.parallel((as, err) => {
@@ -358,7 +354,7 @@ test('the steps after that handler go on in a setImmediate() of their own, ahead
                 as.success();
                 queueMicrotask(() => {
                     setImmediate(() => order.push('immediate'));
-                    other.success();
+                    completeOther();
                 });
             }).add((as) => {
                 as.await(Promise.resolve(1));

@@ -75,10 +75,24 @@ const onTestTool = async (body) => {
     }
 };
 
+/**
+ * A flow waiting at its first step; the returned function completes that
+ * step from outside, and the flow's next step pushes 'other flow' to
+ * `order` (where a flow resumed from outside goes on, among other work).
+ */
+const otherFlow = (order) => {
+    let other;
+    $as().add((as) => {
+        as.waitExternal();
+        other = as;
+    }).add((as) => order.push('other flow')).execute();
+    return () => other.success();
+};
+
 /** the options of tests that could hang on a broken flow */
 const T = { timeout: 5000 };
 
-module.exports = { $as, IMPL, isPolyglot, sub, deferred, runFlow, onTestTool, T };
+module.exports = { $as, IMPL, isPolyglot, sub, deferred, runFlow, onTestTool, otherFlow, T };
 
 if (require.main === module) {
     const test = require('node:test');

@@ -6,7 +6,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { $as, runFlow, deferred, IMPL, T, onTestTool } = require('./helpers');
+const { $as, runFlow, deferred, IMPL, T, onTestTool, otherFlow } = require('./helpers');
 
 test('execute() runs the first step synchronously', T, async () => {
     const trace = [];
@@ -655,11 +655,7 @@ test('after a step timeout\'s handler, the next step runs ahead of the setImmedi
         // as futoin-asyncsteps' callImmediate() at the handler; ours went on
         // in a turn shared by every flow, behind the last of them
         const order = [];
-        let other;
-        $as().add((as) => {
-            as.waitExternal();
-            other = as;
-        }).add((as) => order.push('other flow')).execute();
+        const completeOther = otherFlow(order);
         const done = deferred();
         $as().add((as) => {
             as.add((as) => as.setTimeout(1), (as, err) => {
@@ -667,7 +663,7 @@ test('after a step timeout\'s handler, the next step runs ahead of the setImmedi
                 as.add((as) => order.push('handler step'));
                 queueMicrotask(() => {
                     setImmediate(() => order.push('immediate'));
-                    other.success();
+                    completeOther();
                 });
             });
             as.add((as) => order.push('next'));
@@ -1062,17 +1058,13 @@ test('the step after a parallel whose branches ended inside execute() comes befo
 test('... and before another flow completed from outside after it', T, async () => {
     // ours went on in a turn shared by every flow, behind the last of them
     const order = [];
-    let other;
-    $as().add((as) => {
-        as.waitExternal();
-        other = as;
-    }).add((as) => order.push('other flow')).execute();
+    const completeOther = otherFlow(order);
     const root = $as();
     root.parallel().add((as) => order.push('b1')).add((as) => order.push('b2'));
     root.add((as) => order.push('after'));
     const done = root.promise();
     setImmediate(() => order.push('immediate'));
-    other.success();
+    completeOther();
     await done;
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepStrictEqual(order, ['b1', 'b2', 'after', 'immediate', 'other flow']);
