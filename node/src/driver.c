@@ -87,7 +87,7 @@ static void defer_flows(jsenv* e)
     while ((r = futoin_tool_take_deferred_root(e->tool)) != NULL) {
         const jroot* jr = futoin_steps_host_data(r);
         napi_value h;
-        if (jr && jh_new_id(e, jr->slot, &h) == napi_ok) {
+        if (jr && jr->slot && e->slots[jr->slot].root == jr && jh_new_id(e, jr->slot, &h) == napi_ok) {
             call_lib(e, e->f_defer, h);
         }
     }
