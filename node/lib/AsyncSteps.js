@@ -206,6 +206,14 @@ const resumeLater = (root) => {
     return ticket !== 0;
 };
 
+/* root's strands queued with no turn on their way go on in a setImmediate()
+ * of their own (resumeLater()); anything else ready in our shared turn */
+const goOnLater = (root) => {
+    if (!resumeLater(root)) {
+        reg.armImmediate();
+    }
+};
+
 const SUCCESS_OUTSIDE = 1 << 30; // N.success(): the count's flag of a success() from outside (src/steps.c)
 
 /* queueable: h is the step whose callback runs or just returned; root: its
@@ -873,8 +881,8 @@ const goOn = (root, ran) => {
             parallelHandlersNow(root);
             // what its handlers left: in a setImmediate() of its own, queued
             // now, as futoin-asyncsteps' callImmediate() there
-            if (!root._test && !resumeLater(root)) {
-                reg.armImmediate();
+            if (!root._test) {
+                goOnLater(root);
             }
             return;
         }
@@ -1697,9 +1705,7 @@ class AsyncSteps {
                 // its next step is ready (a parallel ended): it goes on through
                 // a setImmediate() of its own queued now, as futoin-asyncsteps'
                 // callImmediate() (inside a turn, that turn goes on with it)
-                if (!resumeLater(this)) {
-                    reg.armImmediate();
-                }
+                goOnLater(this);
             }
             // it goes on later, from our loop turns: there its callbacks see
             // the AsyncLocalStorage stores of here, as a task's callbacks
@@ -2872,8 +2878,10 @@ const turnDrains = (test) => {
  * callImmediate() there; else in our shared turn */
 const deferFlow = (h) => {
     const root = h === false ? undefined : ROOTS[h & SLOT_MASK];
-    if (root === undefined || root._h !== h || root._test || !resumeLater(root)) {
+    if (root === undefined || root._h !== h || root._test) {
         reg.armImmediate();
+    } else {
+        goOnLater(root);
     }
 };
 
