@@ -173,6 +173,7 @@ const register = (func, onerror) => {
  * queued before, with microtasks and nextTicks between it and another flow
  * resumed in the same event; the last one runs whatever else is ready */
 const resumeFlow = (root, ticket) => {
+    reg.reactionSteps = 0; // a loop turn of ours
     const last = reg.immediateRuns();
     let again = false;
     // the strand the ticket is owed to: nothing when it went on meanwhile
@@ -204,6 +205,17 @@ const resumeLater = (root) => {
         reg.queueImmediate(resumeFlow, root, ticket);
     }
     return ticket !== 0;
+};
+
+/* the strand of root that a completion from outside queued goes on in a
+ * setImmediate() of its own queued now, the event C owes it (its ticket);
+ * with none, in our shared turn */
+const resumeOwed = (root, ticket) => {
+    if (ticket !== 0) {
+        reg.queueImmediate(resumeFlow, root, ticket);
+    } else {
+        reg.armImmediate();
+    }
 };
 
 /* root's strands queued with no turn on their way go on in a setImmediate()
@@ -943,7 +955,7 @@ const awaitImpl = (asi, root, promise, onerror) => {
                     // shared burst count yields too
                     N.awaited(as._h, result, true);
                     if (!root._test) {
-                        reg.armImmediate();
+                        resumeOwed(root, reg.SH[SH_TICKET]);
                     }
                 } else {
                     // the flow goes on in this promise reaction, as in

@@ -1584,6 +1584,7 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     bool later = false; /* the flow goes on at a later turn (JS yields to the event loop) */
     napi_get_value_bool(env, argv[2], &later);
     e->sh[SH_HOST_OUT] = 0;
+    e->sh[SH_TICKET] = 0;
     hslot* h = handle_or_throw(env, e, argv[0], KINDS_STEP);
     if (!h) {
         return NULL;
@@ -1608,6 +1609,10 @@ static napi_value n_awaited(napi_env env, napi_callback_info info)
     const uint32_t rslot = r ? r->slot : 0, rgen = r ? e->slots[rslot].gen : 0;
     if (r) {
         futoin_steps_parallel_failed(r->bsi); /* more_after() tells of this run only */
+    }
+    /* later: the ticket of the strand's event, JS's setImmediate() for it */
+    if (later) {
+        e->sh[SH_TICKET] = (int32_t)futoin_steps_owed(step);
     }
     int ran = !later && r && !r->foreign && r->running && flow_now(e, r, NOW_STRAND, step, 0);
     e->sh[SH_MORE] = ran ? more_after(e, tool, r, rslot, rgen) : 0;

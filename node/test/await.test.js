@@ -722,3 +722,29 @@ test('two flows of resolved await()s: the one that waits for a setImmediate() is
         await Promise.all([a.promise(), b.promise()]);
         assert.deepStrictEqual(seen, ['B', 'A']);
     });
+
+test('two flows whose await() reactions used up the burst go on each alone, in a setImmediate() of its own ' +
+    'queued behind those queued before, as futoin-asyncsteps\' callImmediate()', T, async () => {
+    const order = [];
+    const flow = (name) => {
+        const root = $as();
+        root.repeat(80, (as, i) => {
+            if (name === 'A') {
+                setImmediate(() => order.push('X'));
+            }
+            order.push(name);
+            as.await(Promise.resolve(i));
+        });
+        return root.promise();
+    };
+    await Promise.all([flow('C'), flow('A')]);
+    // up to the first yield, the two flows' reactions take turns
+    const firstX = order.indexOf('X');
+    assert.ok(firstX > 2, order.join(''));
+    assert.deepStrictEqual(order.slice(0, 4), ['C', 'A', 'C', 'A']);
+    // after it, a flow's steps run in a row (an immediate of its own), not
+    // taking turns with the other flow in one shared turn
+    const later = order.slice(firstX).filter((v) => v !== 'X').join('');
+    const turns = later.split(/(?<=A)(?=C)|(?<=C)(?=A)/).length;
+    assert.ok(turns <= 6, `${turns} runs of one flow: ${later}`);
+});
