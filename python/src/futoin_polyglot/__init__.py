@@ -91,6 +91,10 @@ class State(dict):
 
     __slots__ = ()
 
+    def __call__(self):
+        """The spec's ``state()``: this same object."""
+        return self
+
     def __getattr__(self, name):
         try:
             return self[name]
@@ -567,6 +571,19 @@ class AsyncSteps(AsyncStepsBase):
                               "scheduled and no other Python thread holds a step of it (C code "
                               "completing it from a thread of its own: hold tool.ref() meanwhile)")
         return box["result"]
+
+    # the spec's names (FTN12 2.2; 1.10 for the ones a keyword clashes with)
+    setTimeout = AsyncStepsBase.set_timeout
+    setCancel = AsyncStepsBase.set_cancel
+    waitExternal = AsyncStepsBase.wait_external
+    successStep = success_step
+    copyFrom = copy_from
+    newInstance = AsyncStepsBase.new_instance
+    forEach = loopForEach = for_each
+    makeLoop = make_loop
+    repeatLoop = repeat_loop
+    breakLoop = AsyncStepsBase.break_loop
+    continueLoop = AsyncStepsBase.continue_loop
 
     def __repr__(self):
         try:

@@ -22,6 +22,7 @@ class State(dict[str, Any]):
     error_info: str
     last_exception: Optional[BaseException]
     async_stack: list[Any]
+    def __call__(self) -> "State": ...  # the spec's state(): this same object
     def __getattr__(self, name: str) -> Any: ...
     def __setattr__(self, name: str, value: Any) -> None: ...
 
@@ -41,6 +42,19 @@ class AsyncSteps(AsyncStepsBase):
     def promise(self) -> "Awaitable[Any]": ...
     def __await__(self) -> Generator[Any, None, Any]: ...
     def run(self) -> Any: ...
+    # the spec's names (FTN12 2.2; 1.10 for the ones a keyword clashes with)
+    setTimeout = AsyncStepsBase.set_timeout
+    setCancel = AsyncStepsBase.set_cancel
+    waitExternal = AsyncStepsBase.wait_external
+    successStep = success_step
+    copyFrom = copy_from
+    newInstance = AsyncStepsBase.new_instance
+    forEach = for_each
+    loopForEach = for_each
+    makeLoop = make_loop
+    repeatLoop = repeat_loop
+    breakLoop = AsyncStepsBase.break_loop
+    continueLoop = AsyncStepsBase.continue_loop
 
 AsyncTool = Tool
 

@@ -31,6 +31,20 @@ def step(as_: AsyncSteps, *values: object) -> None:
     buf[0] = 1
 
 
+def spec_names(as_: AsyncSteps) -> None:
+    """The spec's names of the same methods."""
+    st: State = as_.state()
+    st.y = 1
+    as_.setTimeout(100)
+    as_.setCancel(lambda a: None)
+    as_.waitExternal()
+    as_.repeatLoop(2, lambda a, i: a.continueLoop()).makeLoop(lambda a: a.breakLoop())
+    as_.forEach([1], lambda a, k, v: None).loopForEach({"k": 1}, lambda a, k, v: None)
+    as_.successStep(1).copyFrom(AsyncSteps())
+    other: AsyncSteps = as_.newInstance()
+    print(other)
+
+
 class Request(AsyncSteps):
     def __init__(self, request: str, tool: Tool | None = None) -> None:
         super().__init__(tool)
