@@ -181,6 +181,24 @@ def test_limiter_rejects_beyond_queue(virtual_tool):
     assert [x for x in log if x[0] == "in"] == [("in", 0, 0)]
 
 
+def test_limiter_takes_the_specs_options_mapping(virtual_tool):
+    log = []
+    lim = Limiter({"concurrent": 1, "max_queue": 5, "rate": 2, "period_ms": 1000, "burst": 5}, tool=virtual_tool)
+    start_flows(virtual_tool, 4, lim, log, hold_ms=10)
+    virtual_tool.run()
+    assert [(i, t) for kind, i, t, *_ in log if kind == "in"] == [(0, 0), (1, 10), (2, 1000), (3, 1010)]
+
+
+@pytest.mark.parametrize("make, text", [
+    (lambda: Limiter({"concurent": 2}), "concurent"),
+    (lambda: Limiter({"rate": 2}, 3), "options"),
+    (lambda: Limiter({"rate": "x"}), "rate"),
+])
+def test_limiter_options_mapping_misuse_is_a_type_error(make, text):
+    with pytest.raises(TypeError, match=text):
+        make()
+
+
 def test_limiter_defaults(virtual_tool):
     log = []
     lim = Limiter(tool=virtual_tool)  # concurrent=1, max_queue=0, rate=1/s, burst=0

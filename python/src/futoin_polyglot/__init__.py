@@ -848,11 +848,23 @@ class Throttle(_CoreSync):
         super().__init__(tool, lambda t: _throttle_new(t, max, period_ms, max_queue))
 
 
+_LIMITER_OPTIONS = ("concurrent", "max_queue", "rate", "period_ms", "burst")
+
+
 class Limiter(_CoreSync):
-    """Concurrency and rate limits in one (spec 2.5)."""
+    """Concurrency and rate limits in one (spec 2.5); the options as keyword
+    arguments, or as the spec's ``c-tor(options)``: one mapping of them."""
 
     def __init__(self, concurrent: int = 1, max_queue: int = 0, rate: int = 1, period_ms: int = 1000,
                  burst: int = 0, tool=None):
+        if isinstance(concurrent, collections.abc.Mapping):
+            if (max_queue, rate, period_ms, burst) != (0, 1, 1000, 0):
+                raise TypeError("Limiter(options): the options go in the mapping alone")
+            unknown = sorted(str(k) for k in concurrent if k not in _LIMITER_OPTIONS)
+            if unknown:
+                raise TypeError(f"Limiter options: unknown {', '.join(unknown)} (known: {', '.join(_LIMITER_OPTIONS)})")
+            self.__init__(**concurrent, tool=tool)
+            return
         for name, v, low in (("concurrent", concurrent, 1), ("max_queue", max_queue, 0), ("rate", rate, 1),
                              ("period_ms", period_ms, 0), ("burst", burst, 0)):
             _check_count(name, v, minimum=low)

@@ -1,4 +1,4 @@
-from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 from . import errors as errors
 from ._futoin import AsyncStepsBase as AsyncStepsBase, CStep as CStep, Handle as Handle, Tool as Tool
@@ -83,5 +83,8 @@ class Throttle(ISync):
     def __init__(self, max: int, period_ms: int = ..., max_queue: Optional[int] = ..., tool: Optional[Tool] = ...) -> None: ...
 
 class Limiter(ISync):
+    @overload
     def __init__(self, concurrent: int = ..., max_queue: int = ..., rate: int = ..., period_ms: int = ...,
                  burst: int = ..., tool: Optional[Tool] = ...) -> None: ...
+    @overload
+    def __init__(self, concurrent: Mapping[str, int], *, tool: Optional[Tool] = ...) -> None: ...  # the spec's options

@@ -54,6 +54,7 @@ class Request(AsyncSteps):
 async def main() -> object:
     root = AsyncSteps()
     root.add(step).sync(Throttle(10, 1000), lambda a: None).sync(Limiter(rate=5), lambda a: None)
+    root.sync(Limiter({"concurrent": 2, "rate": 5}), lambda a: None)
     root.success_step(5).await_(asyncio.sleep(0)).copy_from(AsyncSteps())
     info: str = root.state.error_info
     exc: BaseException | None = root.state.last_exception
