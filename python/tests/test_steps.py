@@ -822,6 +822,50 @@ def test_copy_from_model_into_other_root(virtual_tool):
     assert log == MODEL_LOG
 
 
+def test_copy_copy_of_a_model_is_the_specs_clone(virtual_tool):
+    import copy
+
+    log = []
+    model = make_model(log)
+    clone = copy.copy(model)
+    assert clone is not model and type(clone) is AsyncSteps
+    assert clone.state.a == "model-a" and clone.state.b == "model-b"
+    clone.state.b = "clone-b"
+    assert model.state.b == "model-b"
+    assert clone.run() == ("model-a", "clone-b")
+    assert log == MODEL_LOG
+
+
+def test_copy_deepcopy_of_a_model_copies_its_state_values_too(virtual_tool):
+    import copy
+
+    model = AsyncSteps(virtual_tool)
+    model.state.vals = [1]
+    model.add(lambda as_: as_.success(list(as_.state.vals)))
+    shallow, deep = copy.copy(model), copy.deepcopy(model)
+    assert shallow.state.vals is model.state.vals
+    assert deep.state.vals == [1] and deep.state.vals is not model.state.vals
+    deep.state.vals.append(2)
+    assert deep.run() == [1, 2]
+    assert model.state.vals == [1]
+
+
+def test_copy_copy_of_a_step_interface_is_a_type_error(virtual_tool):
+    import copy
+
+    seen = []
+
+    def step(as_):
+        with pytest.raises(TypeError, match="root"):
+            copy.copy(as_)
+        seen.append("raised")
+
+    as_ = AsyncSteps(virtual_tool)
+    as_.add(step)
+    as_.run()
+    assert seen == ["raised"]
+
+
 def test_copy_from_a_deeply_nested_model(virtual_tool):
     # the copy recursed per nested parallel(): RecursionError half-way, and
     # the half-copied root ran without the model's last steps

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import concurrent.futures
+import copy
 import gc
 import os
 import sys
@@ -452,6 +453,22 @@ class AsyncSteps(AsyncStepsBase):
             if k not in mine and k not in _SPECIAL_STATE:
                 mine[k] = v
         return self
+
+    def __copy__(self) -> "AsyncSteps":
+        """``copy.copy()``: the spec's clone of a model root (1.5), a new
+        root on the same tool with its steps and state entries (copy_from())."""
+        if not self._is_root:
+            raise TypeError("copy.copy() needs a root AsyncSteps (a model), not the interface of a step")
+        return self.new_instance().copy_from(self)
+
+    def __deepcopy__(self, memo) -> "AsyncSteps":
+        """``copy.deepcopy()``: as ``copy.copy()``, its state values deep-copied."""
+        clone = self.__copy__()
+        state = clone.state
+        for k, v in state.items():
+            if k not in _SPECIAL_STATE:
+                state[k] = copy.deepcopy(v, memo)
+        return clone
 
     # -- asyncio --
 
