@@ -163,9 +163,16 @@ def test_throttle_max_queue_rejects(virtual_tool):
     assert [(i, t) for kind, i, t, *_ in log if kind == "in"] == [(0, 0), (1, 100)]
 
 
-def test_limiter_concurrency_and_rate(virtual_tool):
+LIMITER_OPTIONS = {"concurrent": 1, "max_queue": 5, "rate": 2, "period_ms": 1000, "burst": 5}
+
+
+@pytest.mark.parametrize("make", [
+    lambda tool: Limiter(**LIMITER_OPTIONS, tool=tool),
+    lambda tool: Limiter(LIMITER_OPTIONS, tool=tool),  # the spec's c-tor(options)
+], ids=["keywords", "options mapping"])
+def test_limiter_concurrency_and_rate(virtual_tool, make):
     log = []
-    lim = Limiter(concurrent=1, max_queue=5, rate=2, period_ms=1000, burst=5, tool=virtual_tool)
+    lim = make(virtual_tool)
     start_flows(virtual_tool, 4, lim, log, hold_ms=10)
     virtual_tool.run()
     assert [(i, t) for kind, i, t, *_ in log if kind == "in"] == [(0, 0), (1, 10), (2, 1000), (3, 1010)]
@@ -179,14 +186,6 @@ def test_limiter_rejects_beyond_queue(virtual_tool):
     errs = [x for x in log if x[0] == "error"]
     assert [x[1:3] for x in errs] == [(1, "DefenseRejected"), (2, "DefenseRejected")]
     assert [x for x in log if x[0] == "in"] == [("in", 0, 0)]
-
-
-def test_limiter_takes_the_specs_options_mapping(virtual_tool):
-    log = []
-    lim = Limiter({"concurrent": 1, "max_queue": 5, "rate": 2, "period_ms": 1000, "burst": 5}, tool=virtual_tool)
-    start_flows(virtual_tool, 4, lim, log, hold_ms=10)
-    virtual_tool.run()
-    assert [(i, t) for kind, i, t, *_ in log if kind == "in"] == [(0, 0), (1, 10), (2, 1000), (3, 1010)]
 
 
 @pytest.mark.parametrize("make, text", [
