@@ -848,6 +848,9 @@ def test_copy_deepcopy_of_a_model_copies_its_state_values_too(virtual_tool):
     deep.state.vals.append(2)
     assert deep.run() == [1, 2]
     assert model.state.vals == [1]
+    model.state.me = model  # a value that refers to the model: to the clone
+    again = copy.deepcopy(model)
+    assert again.state.me is again
 
 
 def test_copy_copy_of_a_step_interface_is_a_type_error(virtual_tool):

@@ -464,6 +464,7 @@ class AsyncSteps(AsyncStepsBase):
     def __deepcopy__(self, memo) -> "AsyncSteps":
         """``copy.deepcopy()``: as ``copy.copy()``, its state values deep-copied."""
         clone = self.__copy__()
+        memo[id(self)] = clone  # a state value that refers to the root: to the clone
         state = clone.state
         for k, v in state.items():
             if k not in _SPECIAL_STATE:
@@ -880,7 +881,7 @@ class Limiter(_CoreSync):
             unknown = sorted(str(k) for k in concurrent if k not in _LIMITER_OPTIONS)
             if unknown:
                 raise TypeError(f"Limiter options: unknown {', '.join(unknown)} (known: {', '.join(_LIMITER_OPTIONS)})")
-            self.__init__(**concurrent, tool=tool)
+            Limiter.__init__(self, **concurrent, tool=tool)
             return
         for name, v, low in (("concurrent", concurrent, 1), ("max_queue", max_queue, 0), ("rate", rate, 1),
                              ("period_ms", period_ms, 0), ("burst", burst, 0)):
