@@ -3,6 +3,7 @@ cancel, wait_external, copy_from, new_instance, execute/cancel, binary/wrap."""
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import pytest
@@ -823,8 +824,6 @@ def test_copy_from_model_into_other_root(virtual_tool):
 
 
 def test_copy_copy_of_a_model_is_the_specs_clone(virtual_tool):
-    import copy
-
     log = []
     model = make_model(log)
     clone = copy.copy(model)
@@ -837,8 +836,6 @@ def test_copy_copy_of_a_model_is_the_specs_clone(virtual_tool):
 
 
 def test_copy_deepcopy_of_a_model_copies_its_state_values_too(virtual_tool):
-    import copy
-
     model = AsyncSteps(virtual_tool)
     model.state.vals = [1]
     model.add(lambda as_: as_.success(list(as_.state.vals)))
@@ -854,8 +851,6 @@ def test_copy_deepcopy_of_a_model_copies_its_state_values_too(virtual_tool):
 
 
 def test_copy_copy_of_a_step_interface_is_a_type_error(virtual_tool):
-    import copy
-
     seen = []
 
     def step(as_):
