@@ -196,20 +196,23 @@ const resumeFlow = (root, ticket) => {
     reg.sweep();
 };
 
-/* the strands of root's flow queued with no turn on its way go on in a
- * setImmediate() of their own (a ticket: claimQueued()), as
+/* the ticket of the event JS owes now to the strands of root's flow queued
+ * with no turn on their way (claimQueued()); 0: none */
+const claimTicket = (root) => (root._running ? N.claimQueued(root._h) : 0);
+
+/* those strands go on in a setImmediate() of their own, as
  * futoin-asyncsteps' callImmediate(); false when there were none */
 const resumeLater = (root) => {
-    const ticket = root._running ? N.claimQueued(root._h) : 0;
+    const ticket = claimTicket(root);
     if (ticket !== 0) {
         reg.queueImmediate(resumeFlow, root, ticket);
     }
     return ticket !== 0;
 };
 
-/* the strand of root that a completion from outside queued goes on in a
- * setImmediate() of its own queued now, the event C owes it (its ticket);
- * with none, in our shared turn */
+/* the strands of root that `ticket` names go on in a setImmediate() of
+ * their own queued now (a completion from outside: the event C owes
+ * them); with none, whatever is ready goes on in our shared turn */
 const resumeOwed = (root, ticket) => {
     if (ticket !== 0) {
         reg.queueImmediate(resumeFlow, root, ticket);
@@ -218,13 +221,9 @@ const resumeOwed = (root, ticket) => {
     }
 };
 
-/* root's strands queued with no turn on their way go on in a setImmediate()
- * of their own (resumeLater()); anything else ready in our shared turn */
-const goOnLater = (root) => {
-    if (!resumeLater(root)) {
-        reg.armImmediate();
-    }
-};
+/* root's strands queued with no turn on their way (resumeLater()), else
+ * anything ready in our shared turn */
+const goOnLater = (root) => resumeOwed(root, claimTicket(root));
 
 const SUCCESS_OUTSIDE = 1 << 30; // N.success(): the count's flag of a success() from outside (src/steps.c)
 
