@@ -122,6 +122,7 @@ static void env_cleanup(void* arg)
     e->live = NULL;
     e->gens = NULL;
     e->gone = 1; /* JS values C still holds are not released any more */
+    js_roots_pool_free(e); /* roots finalized from now on are freed at once */
     if (tl_env == e) {
         tl_env = NULL;
     }

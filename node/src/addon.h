@@ -229,8 +229,7 @@ struct jsenv
     napi_ref gens_ref;
     jroot* run; /* running roots a sweep() looks at (not foreign, test or weak) */
     uint32_t sweeps; /* sweep() calls so far */
-    jroot* free_roots; /* finished roots kept for reuse */
-    uint32_t nfree_roots;
+    jroot* free_roots; /* finished roots kept for reuse (js_roots_pool_free()) */
     uint32_t live_roots; /* roots made and not released */
     uint32_t ext_units;  /* live_roots as told to V8, in ROOT_EXT_STEP roots */
     ivec spill;     /* released callback indices SH_FREED had no room for */
@@ -361,6 +360,7 @@ int js_add_c_with_js_eh(FutoInAsyncSteps* bsi, jroot* r, FutoInAsyncSteps_execut
 void js_flush_ops(jsenv* e);
 /* run the JS callback k of f's root for `bsi`; mode 1 keeps the callback */
 void js_run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i);
+void js_roots_pool_free(jsenv* e);
 /* a JS callback of the step `bsi` dispatched through `fn`; returns the flags */
 int32_t js_dispatch(jsenv* e, napi_ref fn, FutoInAsyncSteps* bsi, jroot* r, size_t argc, napi_value* argv);
 int32_t js_call_fn(jsenv* e, napi_ref fn, size_t argc, napi_value* argv);

@@ -581,6 +581,7 @@ static void run_unlink(jsenv* e, jroot* r)
  * instead of only when the JS heap is large */
 #define ROOT_EXT_STEP 1024
 #define ROOT_EXT_BYTES 1536 /* about a flow's share of C memory */
+#define JBUF_KEEP 256       /* a pooled root keeps an error buffer up to this size */
 
 static inline void roots_told(jsenv* e)
 {
@@ -607,16 +608,30 @@ static void root_release(void* p)
     --e->live_roots;
     roots_told(e);
     run_unlink(e, r);
-    free(r->jbuf);
-    r->jbuf = NULL;
-    r->jcap = 0;
-    if (e->nfree_roots < 256) {
-        r->next_free = e->free_roots; /* kept for the next flow */
-        e->free_roots = r;
-        ++e->nfree_roots;
-    } else {
-        free(r);
+    if (r->jcap > JBUF_KEEP || e->gone) {
+        free(r->jbuf);
+        r->jbuf = NULL;
+        r->jcap = 0;
     }
+    if (e->gone) {
+        free(r); /* finalized after the environment's cleanup hook freed the pool */
+        return;
+    }
+    /* kept for the next flow, as the engine keeps its flows: thousands of
+     * flows at once would else cost a calloc() and free() each */
+    r->next_free = e->free_roots;
+    e->free_roots = r;
+}
+
+void js_roots_pool_free(jsenv* e)
+{
+    for (jroot* r = e->free_roots; r;) {
+        jroot* next = r->next_free;
+        free(r->jbuf);
+        free(r);
+        r = next;
+    }
+    e->free_roots = NULL;
 }
 
 static jroot* root_new(jsenv* e, int test)
@@ -624,8 +639,11 @@ static jroot* root_new(jsenv* e, int test)
     jroot* r = e->free_roots;
     if (r) {
         e->free_roots = r->next_free;
-        --e->nfree_roots;
+        char* jbuf = r->jbuf; /* a flow that fails allocates no buffer again */
+        size_t jcap = r->jcap;
         memset(r, 0, sizeof(*r));
+        r->jbuf = jbuf;
+        r->jcap = jcap;
     } else {
         r = calloc(1, sizeof(jroot));
         if (!r) {
@@ -641,6 +659,7 @@ static jroot* root_new(jsenv* e, int test)
         if (r->bsi) {
             r->bsi->api->free(r->bsi);
         }
+        free(r->jbuf);
         free(r);
         return NULL;
     }
@@ -649,6 +668,7 @@ static jroot* root_new(jsenv* e, int test)
     if (!keep) {
         jh_free(e, r->slot);
         r->bsi->api->free(r->bsi);
+        free(r->jbuf);
         free(r);
         return NULL;
     }
