@@ -360,6 +360,8 @@ int js_add_c_with_js_eh(FutoInAsyncSteps* bsi, jroot* r, FutoInAsyncSteps_execut
 void js_flush_ops(jsenv* e);
 /* run the JS callback k of f's root for `bsi`; mode 1 keeps the callback */
 void js_run_step(FutoInAsyncSteps* bsi, jfrag* f, int mode, const FutoInArgs* args, size_t i);
+/* a jroot's memory, with its error buffer */
+void jroot_free(jroot* r);
 /* free the finished roots kept for reuse (the environment's cleanup hook) */
 void js_roots_pool_free(jsenv* e);
 /* a JS callback of the step `bsi` dispatched through `fn`; returns the flags */

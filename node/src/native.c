@@ -92,8 +92,7 @@ static void foreign_finalize(napi_env env, void* data, void* hint)
     if (e->slots[r->slot].root == r) {
         jh_free(e, r->slot);
     }
-    free(r->jbuf);
-    free(r);
+    jroot_free(r);
 }
 
 /* wrap(obj, address) -> handle: obj becomes a JS AsyncSteps view of a

@@ -599,6 +599,12 @@ static inline void roots_told(jsenv* e)
     }
 }
 
+void jroot_free(jroot* r)
+{
+    free(r->jbuf);
+    free(r);
+}
+
 /* the jroot lives as long as the C root: frags and cancel handlers of a
  * flow being torn down still read it */
 static void root_release(void* p)
@@ -608,14 +614,14 @@ static void root_release(void* p)
     --e->live_roots;
     roots_told(e);
     run_unlink(e, r);
-    if (r->jcap > JBUF_KEEP || e->gone) {
+    if (e->gone) {
+        jroot_free(r); /* finalized after the environment's cleanup hook freed the pool */
+        return;
+    }
+    if (r->jcap > JBUF_KEEP) {
         free(r->jbuf);
         r->jbuf = NULL;
         r->jcap = 0;
-    }
-    if (e->gone) {
-        free(r); /* finalized after the environment's cleanup hook freed the pool */
-        return;
     }
     /* kept for the next flow, as the engine keeps its flows: thousands of
      * flows at once would else cost a calloc() and free() each */
@@ -627,8 +633,7 @@ void js_roots_pool_free(jsenv* e)
 {
     for (jroot* r = e->free_roots; r;) {
         jroot* next = r->next_free;
-        free(r->jbuf);
-        free(r);
+        jroot_free(r);
         r = next;
     }
     e->free_roots = NULL;
@@ -659,8 +664,7 @@ static jroot* root_new(jsenv* e, int test)
         if (r->bsi) {
             r->bsi->api->free(r->bsi);
         }
-        free(r->jbuf);
-        free(r);
+        jroot_free(r);
         return NULL;
     }
     futoin_steps_set_host_data(r->bsi, r); /* its SH_OWNER: owner_of() */
@@ -668,8 +672,7 @@ static jroot* root_new(jsenv* e, int test)
     if (!keep) {
         jh_free(e, r->slot);
         r->bsi->api->free(r->bsi);
-        free(r->jbuf);
-        free(r);
+        jroot_free(r);
         return NULL;
     }
     *keep = r;
